@@ -1,0 +1,79 @@
+//! The HTTP API: one axum `Router`, served on the local socket (for the CLI) and on TCP (for
+//! browsers). The TCP copy is wrapped in [`guard`]; the socket copy also gets the routes only
+//! the machine's owner may call (`POST /api/daemon/stop`).
+
+pub mod error;
+pub mod guard;
+pub mod listeners;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use lazyboy_protocol::{Health, MAX_BODY_BYTES};
+use tokio_util::sync::CancellationToken;
+
+use crate::store::Store;
+use error::ApiError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    /// Cancelled when the daemon shuts down; every open stream ends on it.
+    pub shutdown: CancellationToken,
+    pub health: Arc<Health>,
+}
+
+/// The routes shared by both listeners.
+fn api(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(routes::web::index))
+        .route("/api/health", get(routes::health::get))
+        .route(
+            "/api/agents",
+            get(routes::agents::list).post(routes::agents::create),
+        )
+        .route(
+            "/api/agents/{name}",
+            get(routes::agents::show).delete(routes::agents::delete),
+        )
+        .route("/api/agents/{name}/messages", post(routes::messages::post))
+        .route("/api/agents/{name}/events", get(routes::events::agent))
+        .route("/api/events", get(routes::events::all))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// The router for the local socket.
+pub fn socket_router(state: AppState) -> Router {
+    let local = Router::new()
+        .route("/api/daemon/stop", post(routes::daemon::stop))
+        .with_state(state.clone());
+    local.merge(api(state))
+}
+
+/// The router for the TCP listener.
+pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
+    api(state).layer(axum::middleware::from_fn_with_state(
+        Arc::new(guard),
+        guard::check,
+    ))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
+}

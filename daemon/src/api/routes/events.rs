@@ -1,0 +1,93 @@
+//! The event streams: `GET /api/events` and `GET /api/agents/{name}/events` (SSE).
+//!
+//! Each SSE message is `id: <seq>` and `data: <event JSON>`. A stream replays from the store
+//! after `Last-Event-ID` (or `?after=N`), then follows the bus; it ends when the daemon
+//! shuts down, so open streams never hold up a graceful shutdown.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::Stream;
+use futures_util::stream::{self, StreamExt};
+use serde::Deserialize;
+
+use crate::api::AppState;
+use crate::api::error::{ApiError, ApiPath, ApiQuery};
+use crate::bus::Subscription;
+use crate::store::EventFilter;
+
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Deserialize)]
+pub struct StreamQuery {
+    /// Replay events after this seq; `0` replays everything.
+    after: Option<i64>,
+}
+
+pub async fn all(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<StreamQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let after = resume_point(&headers, query)?;
+    stream_from(state, after, EventFilter::default()).await
+}
+
+pub async fn agent(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<StreamQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let after = resume_point(&headers, query)?;
+    let agent = state.store.agent(&name).await?;
+    let filter = EventFilter {
+        agent_id: Some(agent.id),
+    };
+    stream_from(state, after, filter).await
+}
+
+/// Where to resume: `Last-Event-ID` wins over `?after=`; neither means "from now on".
+fn resume_point(headers: &HeaderMap, query: StreamQuery) -> Result<Option<i64>, ApiError> {
+    Ok(match headers.get("last-event-id") {
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be an event seq"))?,
+        ),
+        None => query.after,
+    })
+}
+
+async fn stream_from(
+    state: AppState,
+    after: Option<i64>,
+    filter: EventFilter,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let subscription =
+        Subscription::new(state.store.clone(), filter, after, state.shutdown.clone()).await?;
+    let batches = stream::unfold(subscription, |mut subscription| async move {
+        match subscription.next_batch().await {
+            Ok(Some(batch)) => Some((batch, subscription)),
+            Ok(None) => None,
+            Err(error) => {
+                // The client reconnects with Last-Event-ID and resumes where this one stopped.
+                tracing::warn!(%error, "event stream ended by a store error");
+                None
+            }
+        }
+    });
+    let events = batches.flat_map(|batch| {
+        stream::iter(batch.into_iter().map(|event| {
+            Ok(SseEvent::default()
+                .id(event.seq.to_string())
+                .data(&*event.json))
+        }))
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}

@@ -1,0 +1,28 @@
+//! `POST /api/agents/{name}/messages`: a person writes to an agent's thread.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use lazyboy_protocol::{EventBody, MessageAccepted, PostMessage};
+
+use crate::api::AppState;
+use crate::api::error::{ApiError, ApiJson, ApiPath};
+
+pub async fn post(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(request): ApiJson<PostMessage>,
+) -> Result<(StatusCode, Json<MessageAccepted>), ApiError> {
+    if request.text.trim().is_empty() {
+        return Err(ApiError::bad_request("the message text is empty"));
+    }
+    let body = EventBody::UserMessage { text: request.text };
+    let (agent, event) = state.store.append_to_agent(&name, &body).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(MessageAccepted {
+            thread: agent.thread,
+            seq: event.seq,
+        }),
+    ))
+}

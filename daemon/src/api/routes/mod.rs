@@ -1,0 +1,8 @@
+//! One file per resource.
+
+pub mod agents;
+pub mod daemon;
+pub mod events;
+pub mod health;
+pub mod messages;
+pub mod web;

@@ -1,0 +1,123 @@
+//! `LAZYBOY_HOME`: the directory that holds the database, socket, lock, token and logs.
+//!
+//! One daemon per home: it holds an exclusive `flock` on the lock file for its whole life.
+//! The kernel drops the lock when the process dies, however it dies, so a lock file left by
+//! a killed daemon never blocks the next start.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use lazyboy_protocol::paths;
+
+/// The home directory: `LAZYBOY_HOME`, else the platform data dir (`~/.local/share/lazyboy`,
+/// `~/Library/Application Support/lazyboy`).
+pub fn resolve(explicit: Option<PathBuf>) -> Option<PathBuf> {
+    explicit
+        .or_else(|| std::env::var_os("LAZYBOY_HOME").map(PathBuf::from))
+        .or_else(|| dirs::data_dir().map(|d| d.join("lazyboy")))
+}
+
+/// Creates the home (and its logs dir) private to the user, and tightens an existing one.
+pub fn prepare(home: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home.join(paths::LOGS))?;
+    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Why the lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("another lazyboyd (pid {pid}) is already running on {home}")]
+    Held { pid: String, home: String },
+    #[error("cannot lock {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The held lock; released when dropped or when the process dies.
+#[derive(Debug)]
+pub struct HomeLock {
+    _file: File,
+}
+
+/// Takes the home's lock and writes this process's pid into it.
+pub fn lock(home: &Path) -> Result<HomeLock, LockError> {
+    let path = home.join(paths::LOCK);
+    let io = |source| LockError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode_private()
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            // The holder may be mid-write; an empty pid still names the home.
+            let _ = file.read_to_string(&mut pid);
+            return Err(LockError::Held {
+                pid: pid.trim().to_owned(),
+                home: home.display().to_string(),
+            });
+        }
+        Err(TryLockError::Error(e)) => return Err(io(e)),
+    }
+    file.set_len(0).map_err(io)?;
+    file.rewind().map_err(io)?;
+    writeln!(file, "{}", std::process::id()).map_err(io)?;
+    Ok(HomeLock { _file: file })
+}
+
+trait PrivateMode {
+    fn mode_private(&mut self) -> &mut Self;
+}
+
+impl PrivateMode for OpenOptions {
+    fn mode_private(&mut self) -> &mut Self {
+        std::os::unix::fs::OpenOptionsExt::mode(self, 0o600)
+    }
+}
+
+/// The access token for non-loopback listeners: `LAZYBOY_TOKEN`, else `<home>/token`.
+pub fn token(home: &Path) -> std::io::Result<Option<String>> {
+    if let Some(token) = std::env::var("LAZYBOY_TOKEN").ok().filter(|t| !t.is_empty()) {
+        return Ok(Some(token));
+    }
+    match std::fs::read_to_string(home.join(paths::TOKEN)) {
+        Ok(token) => Ok(Some(token.trim().to_owned()).filter(|t| !t.is_empty())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_names_the_holder_and_a_dropped_lock_frees_the_home() {
+        let dir = tempfile::tempdir().unwrap();
+        prepare(dir.path()).unwrap();
+        let held = lock(dir.path()).unwrap();
+        match lock(dir.path()) {
+            Err(LockError::Held { pid, .. }) => assert_eq!(pid, std::process::id().to_string()),
+            other => panic!("expected Held, got {other:?}"),
+        }
+        drop(held);
+        lock(dir.path()).unwrap();
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}

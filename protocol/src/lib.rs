@@ -1,0 +1,204 @@
+//! Every type that crosses the wire between `lazyboyd`, the `lazyboy` CLI and the web page.
+//!
+//! The daemon, the CLI and the tests all use these types; nobody redefines one. The HTTP API is
+//! JSON; the event stream is SSE whose `data:` is an [`Event`] and whose `id:` is its `seq`.
+//! Bump [`PROTOCOL_VERSION`] whenever a change here would confuse the other side.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest request body the API accepts (1 MiB); larger ones get 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Default TCP port of the dashboard and browser API, on 127.0.0.1.
+pub const DEFAULT_WEB_PORT: u16 = 8787;
+
+/// File names inside `LAZYBOY_HOME`.
+pub mod paths {
+    /// The SQLite database.
+    pub const DATABASE: &str = "lazyboy.db";
+    /// The local socket the CLI talks to.
+    pub const SOCKET: &str = "lazyboyd.sock";
+    /// The lock file held (flock) by the running daemon; it also holds the daemon's pid.
+    pub const LOCK: &str = "lazyboyd.lock";
+    /// The directory of log files.
+    pub const LOGS: &str = "logs";
+    /// A generated access token for non-loopback listeners (mode 0600).
+    pub const TOKEN: &str = "token";
+}
+
+/// `GET /api/health`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Health {
+    pub ok: bool,
+    pub version: String,
+    pub pid: u32,
+    pub protocol: u32,
+    /// The daemon's home directory.
+    #[serde(default)]
+    pub home: String,
+    /// The URL of the dashboard (the TCP listener).
+    #[serde(default)]
+    pub url: String,
+}
+
+/// Every API error body: `{"error":{"code":"...","message":"..."}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// The inside of [`ErrorBody`]. `code` is a stable snake_case word; `message` is for people.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+}
+
+/// `POST /api/agents`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAgent {
+    pub name: String,
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// An agent as the API shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Agent {
+    pub name: String,
+    pub instructions: String,
+    pub model: Option<String>,
+    /// The id of the agent's chat thread.
+    pub thread: String,
+    pub created_at_ms: i64,
+}
+
+/// `GET /api/agents`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AgentList {
+    pub agents: Vec<Agent>,
+}
+
+/// `POST /api/agents/{name}/messages`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PostMessage {
+    pub text: String,
+}
+
+/// The 202 answer to [`PostMessage`]: where the message landed in the log.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MessageAccepted {
+    pub thread: String,
+    pub seq: i64,
+}
+
+/// One entry of the event log, as the SSE stream and every client see it.
+///
+/// `seq` is global and strictly increasing across all agents; it is the SSE `id`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    pub seq: i64,
+    pub kind: String,
+    pub agent: String,
+    pub thread: String,
+    pub task: Option<String>,
+    pub at_ms: i64,
+    pub data: Value,
+}
+
+impl Event {
+    /// The typed body, when this build knows the kind; `None` for kinds from a newer daemon.
+    pub fn body(&self) -> Option<EventBody> {
+        EventBody::from_parts(&self.kind, self.data.clone())
+    }
+}
+
+/// The typed events. Stored and sent as `kind` (the snake_case variant name) plus `data`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
+pub enum EventBody {
+    /// An agent was created.
+    AgentCreated {
+        instructions: String,
+        model: Option<String>,
+    },
+    /// An agent was deleted; its events stay in the log.
+    AgentDeleted {},
+    /// A person wrote to the agent's thread.
+    UserMessage { text: String },
+}
+
+impl EventBody {
+    /// The `kind` string of this body.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::AgentCreated { .. } => "agent_created",
+            EventBody::AgentDeleted {} => "agent_deleted",
+            EventBody::UserMessage { .. } => "user_message",
+        }
+    }
+
+    /// The `data` object of this body.
+    pub fn data(&self) -> Value {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut map)) => map.remove("data").unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// Rebuilds a body from its stored parts; `None` for an unknown kind or a mismatched shape.
+    pub fn from_parts(kind: &str, data: Value) -> Option<EventBody> {
+        let mut map = serde_json::Map::new();
+        map.insert("kind".into(), Value::String(kind.to_owned()));
+        map.insert("data".into(), data);
+        serde_json::from_value(Value::Object(map)).ok()
+    }
+}
+
+/// Agent names: `[a-z0-9][a-z0-9_-]{0,63}`.
+pub fn valid_agent_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let Some((first, rest)) = bytes.split_first() else {
+        return false;
+    };
+    rest.len() <= 63
+        && (first.is_ascii_lowercase() || first.is_ascii_digit())
+        && rest
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names() {
+        for ok in ["a", "researcher", "ops-2", "x_y", "0", &"a".repeat(64)] {
+            assert!(valid_agent_name(ok), "{ok}");
+        }
+        for bad in ["", "-a", "_a", "A", "ops!", "a b", "é", &"a".repeat(65)] {
+            assert!(!valid_agent_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bodies_round_trip_through_kind_and_data() {
+        let body = EventBody::UserMessage { text: "hi".into() };
+        assert_eq!(body.kind(), "user_message");
+        assert_eq!(body.data(), serde_json::json!({"text": "hi"}));
+        assert_eq!(EventBody::from_parts("user_message", body.data()), Some(body));
+        let deleted = EventBody::AgentDeleted {};
+        assert_eq!(deleted.data(), serde_json::json!({}));
+        assert_eq!(EventBody::from_parts(deleted.kind(), deleted.data()), Some(deleted));
+        assert_eq!(EventBody::from_parts("from_the_future", serde_json::json!({})), None);
+    }
+}
