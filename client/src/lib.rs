@@ -1,1 +1,8 @@
+//! `lazyboy`, the command line. It talks to `lazyboyd` over the home's local socket and
+//! starts the daemon when a command needs it.
 
+pub mod cli;
+pub mod commands;
+pub mod connection;
+pub mod daemon_proc;
+pub mod render;

@@ -7,17 +7,9 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use lazyboy_protocol::paths;
-
-/// The home directory: `LAZYBOY_HOME`, else the platform data dir (`~/.local/share/lazyboy`,
-/// `~/Library/Application Support/lazyboy`).
-pub fn resolve(explicit: Option<PathBuf>) -> Option<PathBuf> {
-    explicit
-        .or_else(|| std::env::var_os("LAZYBOY_HOME").map(PathBuf::from))
-        .or_else(|| dirs::data_dir().map(|d| d.join("lazyboy")))
-}
 
 /// Creates the home (and its logs dir) private to the user, and tightens an existing one.
 pub fn prepare(home: &Path) -> std::io::Result<()> {

@@ -50,7 +50,7 @@ fn start(args: Args) -> anyhow::Result<()> {
     }
     // Everything the daemon creates (database, socket, logs) is private to the user.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    let home = home::resolve(args.home).context("no home directory: set LAZYBOY_HOME")?;
+    let home = paths::home(args.home).context("no home directory: set LAZYBOY_HOME")?;
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let lock = home::lock(&home)?;
     let _log_guard = lazyboyd::telemetry::init(&home, !args.detach);

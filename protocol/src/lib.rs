@@ -28,6 +28,15 @@ pub mod paths {
     pub const LOGS: &str = "logs";
     /// A generated access token for non-loopback listeners (mode 0600).
     pub const TOKEN: &str = "token";
+
+    /// The home directory: `explicit`, else `LAZYBOY_HOME`, else the platform data dir
+    /// (`~/.local/share/lazyboy`, `~/Library/Application Support/lazyboy`).
+    pub fn home(explicit: Option<std::path::PathBuf>) -> Option<std::path::PathBuf> {
+        explicit
+            .or_else(|| std::env::var_os("LAZYBOY_HOME").map(std::path::PathBuf::from))
+            .filter(|p| !p.as_os_str().is_empty())
+            .or_else(|| dirs::data_dir().map(|d| d.join("lazyboy")))
+    }
 }
 
 /// `GET /api/health`.
@@ -112,6 +121,13 @@ pub struct Event {
     pub task: Option<String>,
     pub at_ms: i64,
     pub data: Value,
+}
+
+/// `GET /api/events/page?after=N[&agent=NAME][&limit=M]`: a page of the log, oldest first.
+/// An empty page means the reader is at the end.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EventPage {
+    pub events: Vec<Event>,
 }
 
 impl Event {

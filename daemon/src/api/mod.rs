@@ -44,6 +44,7 @@ fn api(state: AppState) -> Router {
         .route("/api/agents/{name}/messages", post(routes::messages::post))
         .route("/api/agents/{name}/events", get(routes::events::agent))
         .route("/api/events", get(routes::events::all))
+        .route("/api/events/page", get(routes::events::page))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

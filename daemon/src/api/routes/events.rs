@@ -8,7 +8,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use futures_util::stream::{self, StreamExt};
@@ -48,6 +49,40 @@ pub async fn agent(
         agent_id: Some(agent.id),
     };
     stream_from(state, after, filter).await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PageQuery {
+    #[serde(default)]
+    after: i64,
+    agent: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /api/events/page`: a JSON page of the log, for readers that do not want a stream.
+pub async fn page(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    const MAX_PAGE: u32 = 10_000;
+    let filter = match &query.agent {
+        Some(name) => EventFilter {
+            agent_id: Some(state.store.agent(name).await?.id),
+        },
+        None => EventFilter::default(),
+    };
+    let limit = query.limit.unwrap_or(1000).clamp(1, MAX_PAGE);
+    let events = state.store.events_after(query.after, filter, limit).await?;
+    // The events are already JSON; splice them rather than parse and re-serialize.
+    let mut body = String::from(r#"{"events":["#);
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&event.json);
+    }
+    body.push_str("]}");
+    Ok(([(header::CONTENT_TYPE, "application/json")], body))
 }
 
 /// Where to resume: `Last-Event-ID` wins over `?after=`; neither means "from now on".

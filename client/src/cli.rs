@@ -1,0 +1,77 @@
+//! The command-line grammar.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// LazyBoy: local AI agents that keep working after you close the terminal.
+#[derive(Debug, Parser)]
+#[command(name = "lazyboy", version)]
+pub struct Cli {
+    /// The home directory of the daemon to talk to. Default: $LAZYBOY_HOME, else the
+    /// platform data dir.
+    #[arg(long, global = true)]
+    pub home: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start, stop or inspect the daemon.
+    #[command(subcommand)]
+    Daemon(DaemonCommand),
+    /// Manage agents.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// Print the event log.
+    Events(EventsArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DaemonCommand {
+    /// Start a detached daemon (does nothing if one is running).
+    Start,
+    /// Stop the daemon gracefully.
+    Stop,
+    /// Print pid, version, home and dashboard URL.
+    Status,
+    /// Print the token for non-loopback listeners, creating it if needed.
+    Token {
+        /// Replace the existing token.
+        #[arg(long)]
+        rotate: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Create an agent.
+    Add {
+        name: String,
+        #[arg(long)]
+        instructions: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// List agents.
+    Ls,
+    /// Delete an agent (its events stay in the log).
+    Rm { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Only this agent's events.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Start after this seq (0 = from the beginning).
+    #[arg(long, default_value_t = 0)]
+    pub after: i64,
+    /// Keep following new events; reconnects and resumes after the last one printed.
+    #[arg(long, short)]
+    pub follow: bool,
+}

@@ -1,0 +1,75 @@
+//! `lazyboy daemon start|stop|status|token`.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+
+use anyhow::Context;
+use lazyboy_protocol::{Health, paths};
+
+use crate::cli::DaemonCommand;
+use crate::connection::{Client, ClientError};
+use crate::daemon_proc;
+
+pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow::Result<i32> {
+    match command {
+        DaemonCommand::Start => {
+            let health = daemon_proc::ensure_running(client).await?;
+            print_health(&health, json)?;
+        }
+        DaemonCommand::Stop => match daemon_proc::stop(client).await? {
+            Some(health) => println!("lazyboyd (pid {}) stopped", health.pid),
+            None => println!("lazyboyd is not running"),
+        },
+        DaemonCommand::Status => match daemon_proc::health(client).await {
+            Ok(health) => print_health(&health, json)?,
+            Err(error) => match error.downcast_ref::<ClientError>() {
+                Some(ClientError::NotRunning { .. }) => {
+                    println!("{error}");
+                    return Ok(3);
+                }
+                _ => return Err(error),
+            },
+        },
+        DaemonCommand::Token { rotate } => println!("{}", token(client, rotate)?),
+    }
+    Ok(0)
+}
+
+fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(health)?);
+    } else {
+        println!(
+            "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}",
+            health.version, health.pid, health.home, health.url
+        );
+    }
+    Ok(())
+}
+
+/// Reads `<home>/token`, writing a new random one (mode 0600) if absent or when rotating.
+fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
+    let path = client.home().join(paths::TOKEN);
+    if !rotate {
+        if let Ok(existing) = std::fs::read_to_string(&path) {
+            if !existing.trim().is_empty() {
+                return Ok(existing.trim().to_owned());
+            }
+        }
+    }
+    std::fs::create_dir_all(client.home())?;
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .context("cannot read /dev/urandom")?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    writeln!(file, "{token}")?;
+    Ok(token)
+}

@@ -1,0 +1,5 @@
+//! One file per verb.
+
+pub mod agent;
+pub mod daemon;
+pub mod events;
