@@ -1,1 +1,303 @@
+//! The test harness: a real `lazyboyd` on a temp home, and helpers that wait on conditions
+//! with deadlines.
+//!
+//! Tests drive the real binaries. The first use in a test process runs `cargo build` for
+//! them (a no-op when fresh), so `cargo test` never exercises a stale daemon.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test harness: a failure is a test failure")]
+
+pub mod sse;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use lazyboy::connection::Client;
+use lazyboy_protocol::{Health, paths};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tempfile::TempDir;
+
+/// The directory holding the freshly built `lazyboyd` and `lazyboy`.
+pub fn bin_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // target/<profile>/deps/<this test binary>
+        let exe = std::env::current_exe().unwrap();
+        let dir = exe.parent().unwrap().parent().unwrap().to_owned();
+        let release = dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "--quiet", "-p", "lazyboyd", "-p", "lazyboy", "--bins"]);
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cannot run cargo build");
+        assert!(status.success(), "building the binaries failed");
+        dir
+    })
+}
+
+/// Path of one of our binaries.
+pub fn bin(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// A fresh home directory with a short path (socket paths are limited to ~108 bytes).
+pub fn temp_home() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("lb")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+/// A real daemon on its own home, socket and TCP port. Killed (-9) on drop if still running;
+/// call [`TestDaemon::stop`] to assert a clean shutdown instead.
+pub struct TestDaemon {
+    home: PathBuf,
+    /// Keeps the temp dir alive (and deletes it) when this daemon owns its home.
+    _owned_home: Option<TempDir>,
+    child: Option<Child>,
+    pub health: Health,
+    pub http: reqwest::Client,
+    extra_env: Vec<(String, String)>,
+}
+
+impl TestDaemon {
+    /// Starts a daemon on a fresh home.
+    pub async fn start() -> TestDaemon {
+        let home = temp_home();
+        let mut daemon = TestDaemon::start_in(home.path(), &[]).await;
+        daemon._owned_home = Some(home);
+        daemon
+    }
+
+    /// Starts a daemon on `home` (which may hold an earlier daemon's state).
+    pub async fn start_in(home: &Path, env: &[(&str, &str)]) -> TestDaemon {
+        let mut daemon = TestDaemon {
+            home: home.to_owned(),
+            _owned_home: None,
+            child: None,
+            health: empty_health(),
+            http: reqwest::Client::builder().build().unwrap(),
+            extra_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        daemon.launch().await;
+        daemon
+    }
+
+    /// The command that runs `lazyboyd` on this home.
+    pub fn command(home: &Path) -> Command {
+        let mut command = Command::new(bin("lazyboyd"));
+        command
+            .env("LAZYBOY_HOME", home)
+            .env_remove("LAZYBOY_TOKEN")
+            .env_remove("LAZYBOY_WEB_PORT")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null());
+        command
+    }
+
+    async fn launch(&mut self) {
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.home.join("daemon-stderr.log"))
+            .unwrap();
+        let mut command = TestDaemon::command(&self.home);
+        command
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(stderr.try_clone().unwrap())
+            .stderr(stderr);
+        for (key, value) in &self.extra_env {
+            command.env(key, value);
+        }
+        self.child = Some(command.spawn().unwrap());
+        let client = self.client();
+        let child = self.child.as_mut().unwrap();
+        let home = self.home.clone();
+        self.health = wait_for(Duration::from_secs(20), "the daemon to answer health", || {
+            let client = client.clone();
+            let exited = child.try_wait().unwrap();
+            let home = home.clone();
+            async move {
+                if let Some(status) = exited {
+                    panic!("lazyboyd exited early with {status}:\n{}", stderr_of(&home));
+                }
+                client.get::<Health>("/api/health").await.ok()
+            }
+        })
+        .await;
+    }
+
+    /// The home directory.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The daemon's pid.
+    pub fn pid(&self) -> u32 {
+        self.health.pid
+    }
+
+    /// A CLI-side client on the local socket.
+    pub fn client(&self) -> Client {
+        Client::new(self.home.clone())
+    }
+
+    /// `http://127.0.0.1:PORT` plus `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.health.url.trim_end_matches('/'), path)
+    }
+
+    /// Kills the daemon with SIGKILL and reaps it.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    /// Starts a new daemon on the same home (after [`TestDaemon::kill9`] or a stop).
+    pub async fn restart(&mut self) {
+        assert!(self.child.is_none(), "restart a daemon that is not running");
+        self.launch().await;
+    }
+
+    /// Sends SIGTERM and waits for the exit; returns its status and how long it took.
+    pub fn terminate(&mut self) -> (ExitStatus, Duration) {
+        let mut child = self.child.take().expect("daemon is running");
+        let started = Instant::now();
+        kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+        let deadline = started + Duration::from_secs(10);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return (status, started.elapsed());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("lazyboyd ignored SIGTERM for 10 s:\n{}", stderr_of(&self.home));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Stops the daemon with SIGTERM and asserts a clean, prompt shutdown.
+    pub fn stop(mut self) {
+        let (status, took) = self.terminate();
+        assert!(status.success(), "lazyboyd exited with {status}:\n{}", stderr_of(&self.home));
+        assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+        assert!(
+            !self.home.join(paths::SOCKET).exists(),
+            "the socket file outlived a clean shutdown"
+        );
+    }
+
+    /// Runs the `lazyboy` CLI against this home.
+    pub fn cli(&self) -> Command {
+        cli(&self.home)
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The `lazyboy` CLI on `home`.
+pub fn cli(home: &Path) -> Command {
+    let mut command = Command::new(bin("lazyboy"));
+    command
+        .env("LAZYBOY_HOME", home)
+        .env("LAZYBOY_DAEMON_BIN", bin("lazyboyd"))
+        .env("LAZYBOY_WEB_PORT", "0")
+        .stdin(Stdio::null());
+    command
+}
+
+/// What the daemon wrote to stderr, for failure messages.
+pub fn stderr_of(home: &Path) -> String {
+    std::fs::read_to_string(home.join("daemon-stderr.log")).unwrap_or_default()
+}
+
+fn empty_health() -> Health {
+    Health {
+        ok: false,
+        version: String::new(),
+        pid: 0,
+        protocol: 0,
+        home: String::new(),
+        url: String::new(),
+    }
+}
+
+/// Polls `probe` until it yields `Some`, backing off from 1 ms to 50 ms; panics naming `what`
+/// at the deadline.
+pub async fn wait_for<T, F, Fut>(deadline: Duration, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let give_up = Instant::now() + deadline;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(Instant::now() < give_up, "timed out after {deadline:?} waiting for {what}");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Every event in the log after `after`, read through the JSON page API.
+pub async fn all_events(daemon: &TestDaemon, after: i64) -> Vec<lazyboy_protocol::Event> {
+    let mut events = Vec::new();
+    let mut last = after;
+    loop {
+        let page: lazyboy_protocol::EventPage = daemon
+            .client()
+            .get(&format!("/api/events/page?after={last}&limit=10000"))
+            .await
+            .unwrap();
+        match page.events.last() {
+            Some(event) => last = event.seq,
+            None => return events,
+        }
+        events.extend(page.events);
+    }
+}
+
+/// Creates an agent over TCP and returns its name.
+pub async fn add_agent(daemon: &TestDaemon, name: &str) -> String {
+    let response = daemon
+        .http
+        .post(daemon.url("/api/agents"))
+        .json(&serde_json::json!({ "name": name }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    name.to_owned()
+}
+
+/// Posts a user message over TCP; returns its seq.
+pub async fn post_message(http: &reqwest::Client, base: &str, agent: &str, text: &str) -> reqwest::Result<i64> {
+    let response = http
+        .post(format!("{base}/api/agents/{agent}/messages"))
+        .json(&serde_json::json!({ "text": text }))
+        .send()
+        .await?
+        .error_for_status()?;
+    let accepted: lazyboy_protocol::MessageAccepted = response.json().await?;
+    Ok(accepted.seq)
+}
