@@ -77,7 +77,8 @@ impl Client {
             .to_fs_name::<GenericFilePath>()
             .map_err(io_error)?;
         let stream = SocketStream::connect(name).await.map_err(io_error)?;
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {
             // Ends when the request's response is done or the daemon goes away.
             let _ = connection.await;
@@ -118,10 +119,7 @@ impl Client {
                 code: body.error.code,
                 message: body.error.message,
             },
-            Err(_) => ClientError::Decode(format!(
-                "{status}: {}",
-                String::from_utf8_lossy(&bytes)
-            )),
+            Err(_) => ClientError::Decode(format!("{status}: {}", String::from_utf8_lossy(&bytes))),
         })
     }
 

@@ -77,13 +77,14 @@ pub async fn start(client: &Client) -> anyhow::Result<Health> {
             Err(other) => return Err(other.into()),
         }
         // A daemon that failed (rather than lost a race to another start) says why.
-        if let Some(status) = child.try_wait()? {
-            if !status.success() && !lock_is_held(home) {
-                bail!(
-                    "lazyboyd exited with {status}:\n{}",
-                    tail(&out_path, 2000).trim_end()
-                );
-            }
+        if let Some(status) = child.try_wait()?
+            && !status.success()
+            && !lock_is_held(home)
+        {
+            bail!(
+                "lazyboyd exited with {status}:\n{}",
+                tail(&out_path, 2000).trim_end()
+            );
         }
         if Instant::now() > deadline {
             bail!(

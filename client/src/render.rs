@@ -19,7 +19,12 @@ pub fn event_line(event: &Event) -> String {
 
 /// Agents as an aligned table.
 pub fn agent_table(agents: &[Agent]) -> String {
-    let width = agents.iter().map(|a| a.name.len()).max().unwrap_or(4).max(4);
+    let width = agents
+        .iter()
+        .map(|a| a.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let mut out = format!("{:width$}  MODEL\n", "NAME");
     for agent in agents {
         let model = agent.model.as_deref().unwrap_or("(default)");

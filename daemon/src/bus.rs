@@ -144,7 +144,9 @@ mod tests {
 
     async fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("t.db"), Bus::default()).await.unwrap();
+        let store = Store::open(&dir.path().join("t.db"), Bus::default())
+            .await
+            .unwrap();
         (dir, store)
     }
 
@@ -155,15 +157,22 @@ mod tests {
         let (_dir, store) = store().await;
         store.create_agent("a", "", None).await.unwrap();
         let shutdown = CancellationToken::new();
-        let mut sub = Subscription::new(store.clone(), EventFilter::default(), Some(0), shutdown.clone())
-            .await
-            .unwrap();
+        let mut sub = Subscription::new(
+            store.clone(),
+            EventFilter::default(),
+            Some(0),
+            shutdown.clone(),
+        )
+        .await
+        .unwrap();
         // Catch up first, so the rest must come through the (overflowing) channel.
         assert_eq!(sub.next_batch().await.unwrap().unwrap().len(), 1);
         assert!(sub.next_batch_now().await.is_none());
         let total = CAPACITY as i64 * 2 + 17;
         for i in 0..total {
-            let body = EventBody::UserMessage { text: i.to_string() };
+            let body = EventBody::UserMessage {
+                text: i.to_string(),
+            };
             store.append_to_agent("a", &body).await.unwrap();
         }
         let mut seqs = Vec::new();
@@ -172,7 +181,10 @@ mod tests {
         }
         assert_eq!(seqs, (2..=total + 1).collect::<Vec<_>>());
         shutdown.cancel();
-        assert!(sub.next_batch().await.unwrap().is_none(), "shutdown ends the subscription");
+        assert!(
+            sub.next_batch().await.unwrap().is_none(),
+            "shutdown ends the subscription"
+        );
     }
 
     /// Filtered subscriptions skip other agents' events in both replay and live paths.
@@ -181,7 +193,9 @@ mod tests {
         let (_dir, store) = store().await;
         let a = store.create_agent("a", "", None).await.unwrap();
         store.create_agent("b", "", None).await.unwrap();
-        let filter = EventFilter { agent_id: Some(a.id) };
+        let filter = EventFilter {
+            agent_id: Some(a.id),
+        };
         let mut sub = Subscription::new(store.clone(), filter, Some(0), CancellationToken::new())
             .await
             .unwrap();

@@ -84,7 +84,10 @@ impl PrivateMode for OpenOptions {
 
 /// The access token for non-loopback listeners: `LAZYBOY_TOKEN`, else `<home>/token`.
 pub fn token(home: &Path) -> std::io::Result<Option<String>> {
-    if let Some(token) = std::env::var("LAZYBOY_TOKEN").ok().filter(|t| !t.is_empty()) {
+    if let Some(token) = std::env::var("LAZYBOY_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
         return Ok(Some(token));
     }
     match std::fs::read_to_string(home.join(paths::TOKEN)) {

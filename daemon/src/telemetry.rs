@@ -17,7 +17,8 @@ pub fn init(home: &Path, to_stderr: bool) -> WorkerGuard {
     let file_layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_writer(file);
-    let stderr_layer = to_stderr.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+    let stderr_layer =
+        to_stderr.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
     tracing_subscriber::registry()
         .with(filter)
         .with(file_layer)

@@ -211,10 +211,19 @@ mod tests {
         let body = EventBody::UserMessage { text: "hi".into() };
         assert_eq!(body.kind(), "user_message");
         assert_eq!(body.data(), serde_json::json!({"text": "hi"}));
-        assert_eq!(EventBody::from_parts("user_message", body.data()), Some(body));
+        assert_eq!(
+            EventBody::from_parts("user_message", body.data()),
+            Some(body)
+        );
         let deleted = EventBody::AgentDeleted {};
         assert_eq!(deleted.data(), serde_json::json!({}));
-        assert_eq!(EventBody::from_parts(deleted.kind(), deleted.data()), Some(deleted));
-        assert_eq!(EventBody::from_parts("from_the_future", serde_json::json!({})), None);
+        assert_eq!(
+            EventBody::from_parts(deleted.kind(), deleted.data()),
+            Some(deleted)
+        );
+        assert_eq!(
+            EventBody::from_parts("from_the_future", serde_json::json!({})),
+            None
+        );
     }
 }

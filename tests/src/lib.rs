@@ -4,7 +4,11 @@
 //! Tests drive the real binaries. The first use in a test process runs `cargo build` for
 //! them (a no-op when fresh), so `cargo test` never exercises a stale daemon.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test harness: a failure is a test failure")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test harness: a failure is a test failure"
+)]
 
 pub mod sse;
 
@@ -30,7 +34,9 @@ pub fn bin_dir() -> &'static Path {
         let release = dir.file_name().is_some_and(|n| n == "release");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "lazyboyd", "-p", "lazyboy", "--bins"]);
+        build.args([
+            "build", "--quiet", "-p", "lazyboyd", "-p", "lazyboy", "--bins",
+        ]);
         if release {
             build.arg("--release");
         }
@@ -121,17 +127,21 @@ impl TestDaemon {
         let client = self.client();
         let child = self.child.as_mut().unwrap();
         let home = self.home.clone();
-        self.health = wait_for(Duration::from_secs(20), "the daemon to answer health", || {
-            let client = client.clone();
-            let exited = child.try_wait().unwrap();
-            let home = home.clone();
-            async move {
-                if let Some(status) = exited {
-                    panic!("lazyboyd exited early with {status}:\n{}", stderr_of(&home));
+        self.health = wait_for(
+            Duration::from_secs(20),
+            "the daemon to answer health",
+            || {
+                let client = client.clone();
+                let exited = child.try_wait().unwrap();
+                let home = home.clone();
+                async move {
+                    if let Some(status) = exited {
+                        panic!("lazyboyd exited early with {status}:\n{}", stderr_of(&home));
+                    }
+                    client.get::<Health>("/api/health").await.ok()
                 }
-                client.get::<Health>("/api/health").await.ok()
-            }
-        })
+            },
+        )
         .await;
     }
 
@@ -181,7 +191,10 @@ impl TestDaemon {
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
-                panic!("lazyboyd ignored SIGTERM for 10 s:\n{}", stderr_of(&self.home));
+                panic!(
+                    "lazyboyd ignored SIGTERM for 10 s:\n{}",
+                    stderr_of(&self.home)
+                );
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -190,7 +203,11 @@ impl TestDaemon {
     /// Stops the daemon with SIGTERM and asserts a clean, prompt shutdown.
     pub fn stop(mut self) {
         let (status, took) = self.terminate();
-        assert!(status.success(), "lazyboyd exited with {status}:\n{}", stderr_of(&self.home));
+        assert!(
+            status.success(),
+            "lazyboyd exited with {status}:\n{}",
+            stderr_of(&self.home)
+        );
         assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
         assert!(
             !self.home.join(paths::SOCKET).exists(),
@@ -253,7 +270,10 @@ where
         if let Some(value) = probe().await {
             return value;
         }
-        assert!(Instant::now() < give_up, "timed out after {deadline:?} waiting for {what}");
+        assert!(
+            Instant::now() < give_up,
+            "timed out after {deadline:?} waiting for {what}"
+        );
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(50));
     }
@@ -291,7 +311,12 @@ pub async fn add_agent(daemon: &TestDaemon, name: &str) -> String {
 }
 
 /// Posts a user message over TCP; returns its seq.
-pub async fn post_message(http: &reqwest::Client, base: &str, agent: &str, text: &str) -> reqwest::Result<i64> {
+pub async fn post_message(
+    http: &reqwest::Client,
+    base: &str,
+    agent: &str,
+    text: &str,
+) -> reqwest::Result<i64> {
     let response = http
         .post(format!("{base}/api/agents/{agent}/messages"))
         .json(&serde_json::json!({ "text": text }))

@@ -37,3 +37,27 @@ pub async fn connect(
         }
     })
 }
+
+/// A minimal SSE reader that only parses `id:` lines: for benchmarks, so that the client's
+/// JSON decoding does not count as the daemon's latency. Yields each message's id as it
+/// arrives.
+pub async fn connect_ids(http: &reqwest::Client, url: &str) -> impl Stream<Item = i64> + use<> {
+    let response = http.get(url).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut pending = Vec::<u8>::new();
+    response
+        .bytes_stream()
+        .map(move |chunk| {
+            pending.extend_from_slice(&chunk.unwrap());
+            let mut ids = Vec::new();
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                if let Some(id) = line.strip_prefix(b"id: ") {
+                    let text = std::str::from_utf8(id).unwrap().trim();
+                    ids.push(text.parse().unwrap());
+                }
+            }
+            futures_util::stream::iter(ids)
+        })
+        .flatten()
+}

@@ -26,7 +26,10 @@ async fn a_second_daemon_on_the_same_home_is_refused() {
     assert!(!output.status.success());
     let (_, stderr) = text(&output);
     assert!(
-        stderr.contains(&format!("another lazyboyd (pid {}) is already running", daemon.pid())),
+        stderr.contains(&format!(
+            "another lazyboyd (pid {}) is already running",
+            daemon.pid()
+        )),
         "{stderr}"
     );
     // The first one is unharmed.
@@ -39,13 +42,17 @@ async fn sigterm_ends_open_streams_and_exits_cleanly() {
     let home = temp_home();
     let daemon = TestDaemon::start_in(home.path(), &[]).await;
     add_agent(&daemon, "ops").await;
-    let mut stream = Box::pin(sse::connect(&daemon.http, &daemon.url("/api/events?after=0"), None).await);
+    let mut stream =
+        Box::pin(sse::connect(&daemon.http, &daemon.url("/api/events?after=0"), None).await);
     assert_eq!(stream.next().await.unwrap().event.kind, "agent_created");
     // `stop` asserts exit 0 within 5 s and the socket removed.
     daemon.stop();
     assert!(stream.next().await.is_none(), "the SSE stream ended");
     let log = std::fs::read_to_string(home.path().join(paths::LOGS).join("lazyboyd.log")).unwrap();
-    assert!(log.contains("SIGTERM: shutting down") && log.contains("lazyboyd stopped"), "{log}");
+    assert!(
+        log.contains("SIGTERM: shutting down") && log.contains("lazyboyd stopped"),
+        "{log}"
+    );
 }
 
 #[tokio::test]
@@ -81,7 +88,10 @@ async fn a_database_from_a_newer_version_is_refused() {
         .unwrap();
     assert!(!output.status.success());
     let (_, stderr) = text(&output);
-    assert!(stderr.contains("was written by a newer lazyboyd (schema version 99990101000000"), "{stderr}");
+    assert!(
+        stderr.contains("was written by a newer lazyboyd (schema version 99990101000000"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
@@ -89,32 +99,56 @@ async fn cli_starts_stops_and_reports_the_daemon() {
     let home = temp_home();
     let home = home.path();
     let status = cli(home).args(["daemon", "status"]).output().unwrap();
-    assert_eq!(status.status.code(), Some(3), "status does not start a daemon");
+    assert_eq!(
+        status.status.code(),
+        Some(3),
+        "status does not start a daemon"
+    );
     assert!(text(&status).0.contains("not running"));
 
-    let started = cli(home).args(["daemon", "start", "--json"]).output().unwrap();
+    let started = cli(home)
+        .args(["daemon", "start", "--json"])
+        .output()
+        .unwrap();
     assert!(started.status.success(), "{:?}", text(&started));
     let health: Health = serde_json::from_slice(&started.stdout).unwrap();
-    let again = cli(home).args(["daemon", "start", "--json"]).output().unwrap();
+    let again = cli(home)
+        .args(["daemon", "start", "--json"])
+        .output()
+        .unwrap();
     let again: Health = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(again.pid, health.pid, "start is idempotent");
 
     let status = cli(home).args(["daemon", "status"]).output().unwrap();
     let (stdout, _) = text(&status);
     assert!(status.status.success());
-    for needle in [&health.pid.to_string(), &health.version, &home.display().to_string(), &health.url] {
-        assert!(stdout.contains(needle.as_str()), "{needle} missing from {stdout}");
+    for needle in [
+        &health.pid.to_string(),
+        &health.version,
+        &home.display().to_string(),
+        &health.url,
+    ] {
+        assert!(
+            stdout.contains(needle.as_str()),
+            "{needle} missing from {stdout}"
+        );
     }
 
     let stopped = cli(home).args(["daemon", "stop"]).output().unwrap();
     assert!(stopped.status.success());
-    assert!(!lazyboy::daemon_proc::lock_is_held(home), "stop waits for the exit");
+    assert!(
+        !lazyboy::daemon_proc::lock_is_held(home),
+        "stop waits for the exit"
+    );
     assert!(!home.join(paths::SOCKET).exists());
     let stopped = cli(home).args(["daemon", "stop"]).output().unwrap();
     assert!(stopped.status.success() && text(&stopped).0.contains("not running"));
 
     // Any other command starts the daemon on demand.
-    let added = cli(home).args(["agent", "add", "ops", "--model", "m"]).output().unwrap();
+    let added = cli(home)
+        .args(["agent", "add", "ops", "--model", "m"])
+        .output()
+        .unwrap();
     assert!(added.status.success(), "{:?}", text(&added));
     let listed = cli(home).args(["agent", "ls"]).output().unwrap();
     assert!(text(&listed).0.contains("ops"));
@@ -125,8 +159,18 @@ async fn cli_starts_stops_and_reports_the_daemon() {
     assert!(removed.status.success());
     let events = cli(home).args(["events"]).output().unwrap();
     let (stdout, _) = text(&events);
-    assert_eq!(stdout.lines().collect::<Vec<_>>(), ["#1 ops agent_created model m", "#2 ops agent_deleted"]);
-    assert!(cli(home).args(["daemon", "stop"]).output().unwrap().status.success());
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["#1 ops agent_created model m", "#2 ops agent_deleted"]
+    );
+    assert!(
+        cli(home)
+            .args(["daemon", "stop"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
 }
 
 #[tokio::test]
@@ -148,8 +192,19 @@ async fn cli_daemon_outlives_the_starting_session() {
     let sid = std::fs::read_to_string(format!("/proc/{}/stat", health.pid)).unwrap();
     // Field 6 of /proc/PID/stat is the session id: the daemon leads its own session.
     let fields: Vec<&str> = sid.rsplit(')').next().unwrap().split_whitespace().collect();
-    assert_eq!(fields[3], health.pid.to_string(), "the daemon called setsid");
-    assert!(cli(home.path()).args(["daemon", "stop"]).output().unwrap().status.success());
+    assert_eq!(
+        fields[3],
+        health.pid.to_string(),
+        "the daemon called setsid"
+    );
+    assert!(
+        cli(home.path())
+            .args(["daemon", "stop"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
 }
 
 #[tokio::test]
@@ -169,18 +224,33 @@ async fn events_follow_resumes_across_a_daemon_restart() {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let seqs: Vec<i64> = text
                 .lines()
-                .map(|l| serde_json::from_str::<lazyboy_protocol::Event>(l).unwrap().seq)
+                .map(|l| {
+                    serde_json::from_str::<lazyboy_protocol::Event>(l)
+                        .unwrap()
+                        .seq
+                })
                 .collect();
             std::future::ready((seqs.len() >= min).then_some(seqs))
         }
     };
-    post_message(&daemon.http, &daemon.url(""), "ops", "one").await.unwrap();
+    post_message(&daemon.http, &daemon.url(""), "ops", "one")
+        .await
+        .unwrap();
     wait_for(Duration::from_secs(10), "two lines", lines(2)).await;
     daemon.kill9();
     daemon.restart().await;
-    post_message(&daemon.http, &daemon.url(""), "ops", "two").await.unwrap();
-    post_message(&daemon.http, &daemon.url(""), "ops", "three").await.unwrap();
-    let seqs = wait_for(Duration::from_secs(20), "four lines after the restart", lines(4)).await;
+    post_message(&daemon.http, &daemon.url(""), "ops", "two")
+        .await
+        .unwrap();
+    post_message(&daemon.http, &daemon.url(""), "ops", "three")
+        .await
+        .unwrap();
+    let seqs = wait_for(
+        Duration::from_secs(20),
+        "four lines after the restart",
+        lines(4),
+    )
+    .await;
     assert_eq!(seqs, [1, 2, 3, 4], "every seq once, in order");
     follow.kill().unwrap();
     follow.wait().unwrap();
@@ -207,14 +277,19 @@ async fn a_protocol_mismatch_is_reported_clearly() {
         }
     });
     let home_path = home.path().to_owned();
-    let output = tokio::task::spawn_blocking(move || cli(&home_path).args(["agent", "ls"]).output().unwrap())
-        .await
-        .unwrap();
+    let output = tokio::task::spawn_blocking(move || {
+        cli(&home_path).args(["agent", "ls"]).output().unwrap()
+    })
+    .await
+    .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let (_, stderr) = text(&output);
     assert!(
         stderr.contains("speaks protocol 999, but this lazyboy")
-            && stderr.contains(&format!("speaks protocol {}", lazyboy_protocol::PROTOCOL_VERSION)),
+            && stderr.contains(&format!(
+                "speaks protocol {}",
+                lazyboy_protocol::PROTOCOL_VERSION
+            )),
         "{stderr}"
     );
 }

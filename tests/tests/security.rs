@@ -22,8 +22,17 @@ async fn foreign_host_and_origin_are_refused_on_loopback() {
 
     // DNS rebinding: evil.example resolved to 127.0.0.1, the browser sends its own Host.
     for path in ["/api/health", "/", "/api/events?after=0"] {
-        let response = http.get(daemon.url(path)).header("Host", format!("evil.example:{port}")).send().await.unwrap();
-        assert_eq!(code(response).await, (421, "forbidden_host".into()), "{path}");
+        let response = http
+            .get(daemon.url(path))
+            .header("Host", format!("evil.example:{port}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            code(response).await,
+            (421, "forbidden_host".into()),
+            "{path}"
+        );
     }
     let response = http
         .post(daemon.url("/api/agents/ops/messages"))
@@ -35,7 +44,12 @@ async fn foreign_host_and_origin_are_refused_on_loopback() {
     assert_eq!(code(response).await.0, 421);
     // Loopback names and addresses pass.
     for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
-        let response = http.get(daemon.url("/api/health")).header("Host", host).send().await.unwrap();
+        let response = http
+            .get(daemon.url("/api/health"))
+            .header("Host", host)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200);
     }
 
@@ -48,11 +62,24 @@ async fn foreign_host_and_origin_are_refused_on_loopback() {
             .send()
             .await
             .unwrap();
-        assert_eq!(code(response).await, (403, "forbidden_origin".into()), "{origin}");
-        let response = http.delete(daemon.url("/api/agents/ops")).header("Origin", origin).send().await.unwrap();
+        assert_eq!(
+            code(response).await,
+            (403, "forbidden_origin".into()),
+            "{origin}"
+        );
+        let response = http
+            .delete(daemon.url("/api/agents/ops"))
+            .header("Origin", origin)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(code(response).await.0, 403);
     }
-    assert_eq!(all_events(&daemon, 0).await, before, "refused requests wrote nothing");
+    assert_eq!(
+        all_events(&daemon, 0).await,
+        before,
+        "refused requests wrote nothing"
+    );
     // The dashboard's own origin may post.
     let response = http
         .post(daemon.url("/api/agents/ops/messages"))
@@ -68,11 +95,20 @@ async fn foreign_host_and_origin_are_refused_on_loopback() {
 #[tokio::test]
 async fn a_non_loopback_listener_needs_a_token() {
     let home = temp_home();
-    let output = TestDaemon::command(home.path()).args(["--listen", "0.0.0.0:0"]).output().unwrap();
+    let output = TestDaemon::command(home.path())
+        .args(["--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("refusing to listen on 0.0.0.0:0 without a token"), "{stderr}");
-    assert!(!home.path().join(paths::SOCKET).exists(), "it refused before serving anything");
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without a token"),
+        "{stderr}"
+    );
+    assert!(
+        !home.path().join(paths::SOCKET).exists(),
+        "it refused before serving anything"
+    );
 
     // `lazyboy daemon token` writes one, private, and prints the same one each time.
     let token = cli(home.path()).args(["daemon", "token"]).output().unwrap();
@@ -80,7 +116,10 @@ async fn a_non_loopback_listener_needs_a_token() {
     let token = String::from_utf8(token.stdout).unwrap().trim().to_owned();
     assert_eq!(token.len(), 48);
     let file = home.path().join(paths::TOKEN);
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let again = cli(home.path()).args(["daemon", "token"]).output().unwrap();
     assert_eq!(String::from_utf8(again.stdout).unwrap().trim(), token);
     check_token_mode(home.path(), &token, &[]).await;
@@ -89,7 +128,12 @@ async fn a_non_loopback_listener_needs_a_token() {
 #[tokio::test]
 async fn lazyboy_token_env_guards_a_non_loopback_listener() {
     let home = temp_home();
-    check_token_mode(home.path(), "env-token-123", &[("LAZYBOY_TOKEN", "env-token-123")]).await;
+    check_token_mode(
+        home.path(),
+        "env-token-123",
+        &[("LAZYBOY_TOKEN", "env-token-123")],
+    )
+    .await;
 }
 
 /// Starts a daemon on 0.0.0.0 (reached here through 127.0.0.1) and checks that every request
@@ -101,25 +145,50 @@ async fn check_token_mode(home: &std::path::Path, token: &str, env: &[(&str, &st
         .spawn()
         .unwrap();
     let client = lazyboy::connection::Client::new(home.to_owned());
-    let health: Health = lazyboy_tests::wait_for(std::time::Duration::from_secs(20), "health", || {
-        let client = client.clone();
-        async move { client.get::<Health>("/api/health").await.ok() }
-    })
-    .await;
-    let port = health.url.trim_end_matches('/').rsplit(':').next().unwrap().to_owned();
+    let health: Health =
+        lazyboy_tests::wait_for(std::time::Duration::from_secs(20), "health", || {
+            let client = client.clone();
+            async move { client.get::<Health>("/api/health").await.ok() }
+        })
+        .await;
+    let port = health
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
     let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
 
     for path in ["/", "/api/health", "/api/agents", "/api/events?after=0"] {
         let response = http.get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(code(response).await, (401, "unauthorized".into()), "{path}");
     }
-    let wrong = http.get(format!("{base}/api/health")).bearer_auth("nope").send().await.unwrap();
+    let wrong = http
+        .get(format!("{base}/api/health"))
+        .bearer_auth("nope")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong.status(), 401);
-    let posted = http.post(format!("{base}/api/agents")).json(&json!({"name": "x"})).send().await.unwrap();
+    let posted = http
+        .post(format!("{base}/api/agents"))
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(posted.status(), 401);
 
-    let ok = http.get(format!("{base}/api/health")).bearer_auth(token).send().await.unwrap();
+    let ok = http
+        .get(format!("{base}/api/health"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status(), 200);
     // A phone on the LAN has no loopback Host; the token is what lets it in.
     let lan = http
@@ -133,23 +202,48 @@ async fn check_token_mode(home: &std::path::Path, token: &str, env: &[(&str, &st
     assert_eq!(lan.status(), 201);
 
     // Visiting /?token=... sets a cookie and drops the token from the URL.
-    let bad_login = http.get(format!("{base}/?token=wrong")).send().await.unwrap();
+    let bad_login = http
+        .get(format!("{base}/?token=wrong"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(bad_login.status(), 401);
-    let login = http.get(format!("{base}/?token={token}")).send().await.unwrap();
+    let login = http
+        .get(format!("{base}/?token={token}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(login.status(), 303);
     assert_eq!(login.headers()["location"], "/");
     let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let pair = cookie.split(';').next().unwrap().to_owned();
-    let page = http.get(format!("{base}/")).header("Cookie", &pair).send().await.unwrap();
+    let page = http
+        .get(format!("{base}/"))
+        .header("Cookie", &pair)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("<title>LazyBoy"));
-    let events = http.get(format!("{base}/api/events?after=0")).header("Cookie", &pair).send().await.unwrap();
+    let events = http
+        .get(format!("{base}/api/events?after=0"))
+        .header("Cookie", &pair)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(events.status(), 200);
 
     // The token never reaches the log file.
     let log = std::fs::read_to_string(home.join(paths::LOGS).join("lazyboyd.log")).unwrap();
     assert!(!log.contains(token));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     assert!(child.wait().unwrap().success());
 }

@@ -34,7 +34,9 @@ async fn resuming_subscribers_see_every_event_once_in_order() {
                     let mut stream = Box::pin(sse::connect(&http, &url, Some(last)).await);
                     let mut taken = 0;
                     while taken < budget {
-                        let Some(message) = stream.next().await else { break };
+                        let Some(message) = stream.next().await else {
+                            break;
+                        };
                         assert_eq!(message.id, message.event.seq.to_string());
                         seen.push(message.event.seq);
                         last = message.event.seq;
@@ -59,7 +61,11 @@ async fn resuming_subscribers_see_every_event_once_in_order() {
                 let agent = format!("w{w}");
                 let mut acked = Vec::new();
                 for i in 0..EVENTS / WRITERS {
-                    acked.push(post_message(&http, &base, &agent, &format!("{w}/{i}")).await.unwrap());
+                    acked.push(
+                        post_message(&http, &base, &agent, &format!("{w}/{i}"))
+                            .await
+                            .unwrap(),
+                    );
                 }
                 acked
             })
@@ -79,7 +85,10 @@ async fn resuming_subscribers_see_every_event_once_in_order() {
             .expect("a subscriber stalled")
             .unwrap();
         assert!(reconnects > 20, "only {reconnects} reconnects");
-        assert_eq!(seen, expected, "a subscriber missed, repeated or reordered events");
+        assert_eq!(
+            seen, expected,
+            "a subscriber missed, repeated or reordered events"
+        );
     }
     daemon.stop();
 }

@@ -50,12 +50,11 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
 /// Reads `<home>/token`, writing a new random one (mode 0600) if absent or when rotating.
 fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
     let path = client.home().join(paths::TOKEN);
-    if !rotate {
-        if let Ok(existing) = std::fs::read_to_string(&path) {
-            if !existing.trim().is_empty() {
-                return Ok(existing.trim().to_owned());
-            }
-        }
+    if !rotate
+        && let Ok(existing) = std::fs::read_to_string(&path)
+        && !existing.trim().is_empty()
+    {
+        return Ok(existing.trim().to_owned());
     }
     std::fs::create_dir_all(client.home())?;
     let mut bytes = [0u8; 24];

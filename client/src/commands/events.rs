@@ -50,7 +50,8 @@ pub async fn run(client: &Client, args: EventsArgs, json: bool) -> anyhow::Resul
                 }
             }
             // The daemon is restarting or gone for now: keep trying.
-            Err(ClientError::NotRunning { .. } | ClientError::Io { .. } | ClientError::Http(_)) => {}
+            Err(ClientError::NotRunning { .. } | ClientError::Io { .. } | ClientError::Http(_)) => {
+            }
             Err(other) => return Err(other.into()),
         }
         tokio::time::sleep(pause).await;

@@ -39,17 +39,16 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
         )
         .into_response();
     }
-    if !is_safe(request.method()) {
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            if !origin_allowed(origin, host) {
-                return ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "forbidden_origin",
-                    "cross-origin requests that change state are refused",
-                )
-                .into_response();
-            }
-        }
+    if !is_safe(request.method())
+        && let Some(origin) = headers.get(header::ORIGIN)
+        && !origin_allowed(origin, host)
+    {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden_origin",
+            "cross-origin requests that change state are refused",
+        )
+        .into_response();
     }
     if let Some(token) = &guard.token {
         if let Some(offered) = query_token(request.uri()) {
@@ -185,9 +184,18 @@ mod tests {
     #[test]
     fn origins() {
         let v = |s: &'static str| HeaderValue::from_static(s);
-        assert!(origin_allowed(&v("http://localhost:8787"), Some("127.0.0.1:8787")));
-        assert!(origin_allowed(&v("http://192.168.1.5:8787"), Some("192.168.1.5:8787")));
-        assert!(!origin_allowed(&v("http://evil.example"), Some("127.0.0.1:8787")));
+        assert!(origin_allowed(
+            &v("http://localhost:8787"),
+            Some("127.0.0.1:8787")
+        ));
+        assert!(origin_allowed(
+            &v("http://192.168.1.5:8787"),
+            Some("192.168.1.5:8787")
+        ));
+        assert!(!origin_allowed(
+            &v("http://evil.example"),
+            Some("127.0.0.1:8787")
+        ));
         assert!(!origin_allowed(&v("null"), Some("127.0.0.1:8787")));
     }
 

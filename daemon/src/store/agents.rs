@@ -62,12 +62,14 @@ impl Store {
             other => other?,
         };
         let thread = uuid::Uuid::now_v7().to_string();
-        sqlx::query("INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES (?, ?, 'chat', ?)")
-            .bind(&thread)
-            .bind(id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES (?, ?, 'chat', ?)",
+        )
+        .bind(&thread)
+        .bind(id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
         let target = Target {
             agent_id: id,
             agent: name,

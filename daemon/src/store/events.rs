@@ -1,10 +1,11 @@
 //! The event log: appends (inside a writer transaction) and ordered reads.
 //!
-//! An event's JSON is rendered once, when it is written or read, and shared by every
-//! subscriber as an `Arc<str>`; `data` is copied from the stored text without re-parsing.
+//! An event is rendered once into its SSE frame (`id: <seq>\ndata: <json>\n\n`) when it is
+//! written or read; every subscriber sends that same buffer (a refcounted `Bytes`), so the
+//! cost of fanning out does not grow with formatting work per subscriber. Reads let SQLite
+//! build the JSON (`json_object`), so `data` is never parsed on the way out.
 
-use std::sync::Arc;
-
+use bytes::{BufMut, Bytes, BytesMut};
 use lazyboy_protocol::EventBody;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -12,13 +13,42 @@ use sqlx::SqliteConnection;
 
 use super::{Store, StoreError, now_ms};
 
-/// A committed event, ready to send: its `seq`, whom it belongs to, and its wire JSON.
+/// A committed event, ready to send.
 #[derive(Debug, Clone)]
 pub struct LiveEvent {
     pub seq: i64,
     pub agent_id: i64,
+    /// The whole SSE message; the event's JSON is `frame[json_start..frame.len() - 2]`.
+    frame: Bytes,
+    json_start: usize,
+}
+
+impl LiveEvent {
+    fn new(seq: i64, agent_id: i64, json: &str) -> LiveEvent {
+        let id = format!("id: {seq}\ndata: ");
+        let mut frame = BytesMut::with_capacity(id.len() + json.len() + 2);
+        frame.put_slice(id.as_bytes());
+        frame.put_slice(json.as_bytes());
+        frame.put_slice(b"\n\n");
+        LiveEvent {
+            seq,
+            agent_id,
+            frame: frame.freeze(),
+            json_start: id.len(),
+        }
+    }
+
+    /// The SSE message: `id: <seq>`, `data: <json>`, blank line.
+    pub fn frame(&self) -> &Bytes {
+        &self.frame
+    }
+
     /// The [`lazyboy_protocol::Event`] as JSON.
-    pub json: Arc<str>,
+    pub fn json(&self) -> &str {
+        let json = &self.frame[self.json_start..self.frame.len() - 2];
+        // Built from `&str` pieces in `new`, so always UTF-8.
+        std::str::from_utf8(json).unwrap_or_default()
+    }
 }
 
 /// Which events a reader wants.
@@ -34,7 +64,8 @@ impl EventFilter {
     }
 }
 
-/// The wire shape of [`lazyboy_protocol::Event`], borrowing its parts (a test keeps them equal).
+/// The wire shape of [`lazyboy_protocol::Event`], borrowing its parts. The `json_object`
+/// in [`Store::events_after`] must produce the same keys in the same order (a test checks).
 #[derive(Serialize)]
 struct WireEvent<'a> {
     seq: i64,
@@ -44,41 +75,6 @@ struct WireEvent<'a> {
     task: Option<&'a str>,
     at_ms: i64,
     data: &'a RawValue,
-}
-
-fn render(row: &EventRow) -> Result<LiveEvent, StoreError> {
-    let corrupt = |source| StoreError::CorruptEvent {
-        seq: row.seq,
-        source,
-    };
-    let data: &RawValue = serde_json::from_str(&row.data).map_err(corrupt)?;
-    let json = serde_json::to_string(&WireEvent {
-        seq: row.seq,
-        kind: &row.kind,
-        agent: &row.agent,
-        thread: &row.thread_id,
-        task: row.task_id.as_deref(),
-        at_ms: row.at_ms,
-        data,
-    })
-    .map_err(corrupt)?;
-    Ok(LiveEvent {
-        seq: row.seq,
-        agent_id: row.agent_id,
-        json: json.into(),
-    })
-}
-
-#[derive(sqlx::FromRow)]
-struct EventRow {
-    seq: i64,
-    kind: String,
-    agent_id: i64,
-    agent: String,
-    thread_id: String,
-    task_id: Option<String>,
-    at_ms: i64,
-    data: String,
 }
 
 /// Where a new event goes.
@@ -96,7 +92,7 @@ pub(super) async fn insert(
     body: &EventBody,
 ) -> Result<LiveEvent, StoreError> {
     let kind = body.kind();
-    let data = body.data().to_string();
+    let data = serde_json::value::to_raw_value(&body.data()).map_err(StoreError::Encode)?;
     let at_ms = now_ms();
     let seq: i64 = sqlx::query_scalar(
         "INSERT INTO events (thread_id, agent_id, task_id, kind, data, at_ms) \
@@ -106,21 +102,28 @@ pub(super) async fn insert(
     .bind(target.agent_id)
     .bind(target.task)
     .bind(kind)
-    .bind(&data)
+    .bind(data.get())
     .bind(at_ms)
     .fetch_one(conn)
     .await?;
-    render(&EventRow {
+    let json = serde_json::to_string(&WireEvent {
         seq,
-        kind: kind.to_owned(),
-        agent_id: target.agent_id,
-        agent: target.agent.to_owned(),
-        thread_id: target.thread.to_owned(),
-        task_id: target.task.map(str::to_owned),
+        kind,
+        agent: target.agent,
+        thread: target.thread,
+        task: target.task,
         at_ms,
-        data,
+        data: &data,
     })
+    .map_err(StoreError::Encode)?;
+    Ok(LiveEvent::new(seq, target.agent_id, &json))
 }
+
+/// Builds the event JSON inside SQLite, in [`WireEvent`]'s key order.
+const SELECT_JSON: &str = "SELECT e.seq, e.agent_id, json_object('seq', e.seq, 'kind', e.kind, \
+                           'agent', a.name, 'thread', e.thread_id, 'task', e.task_id, \
+                           'at_ms', e.at_ms, 'data', json(e.data)) AS json \
+                           FROM events e JOIN agents a ON a.id = e.agent_id";
 
 impl Store {
     /// Up to `limit` events with `seq > after` that match `filter`, in `seq` order.
@@ -132,26 +135,21 @@ impl Store {
     ) -> Result<Vec<LiveEvent>, StoreError> {
         // Two statements rather than `(? IS NULL OR ...)`, so each one gets its own index.
         let sql = match filter.agent_id {
-            None => {
-                "SELECT e.seq, e.kind, e.agent_id, a.name AS agent, e.thread_id, e.task_id, \
-                        e.at_ms, e.data \
-                 FROM events e JOIN agents a ON a.id = e.agent_id \
-                 WHERE e.seq > ?1 ORDER BY e.seq LIMIT ?2"
-            }
-            Some(_) => {
-                "SELECT e.seq, e.kind, e.agent_id, a.name AS agent, e.thread_id, e.task_id, \
-                        e.at_ms, e.data \
-                 FROM events e JOIN agents a ON a.id = e.agent_id \
-                 WHERE e.agent_id = ?3 AND e.seq > ?1 ORDER BY e.seq LIMIT ?2"
-            }
+            None => format!("{SELECT_JSON} WHERE e.seq > ?1 ORDER BY e.seq LIMIT ?2"),
+            Some(_) => format!(
+                "{SELECT_JSON} WHERE e.agent_id = ?3 AND e.seq > ?1 ORDER BY e.seq LIMIT ?2"
+            ),
         };
-        let rows: Vec<EventRow> = sqlx::query_as(sql)
+        let rows: Vec<(i64, i64, String)> = sqlx::query_as(&sql)
             .bind(after)
             .bind(limit)
             .bind(filter.agent_id)
             .fetch_all(&self.inner.reader)
             .await?;
-        rows.iter().map(render).collect()
+        Ok(rows
+            .iter()
+            .map(|(seq, agent_id, json)| LiveEvent::new(*seq, *agent_id, json))
+            .collect())
     }
 
     /// The highest `seq` in the log (0 when empty).
@@ -165,30 +163,37 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use lazyboy_protocol::Event;
 
-    #[test]
-    fn rendered_json_is_the_protocol_event() {
-        let row = EventRow {
-            seq: 7,
-            kind: "user_message".into(),
-            agent_id: 1,
-            agent: "ops".into(),
-            thread_id: "t1".into(),
-            task_id: None,
-            at_ms: 42,
-            data: r#"{"text":"hi \"there\""}"#.into(),
-        };
-        let live = render(&row).unwrap();
-        let event: lazyboy_protocol::Event = serde_json::from_str(&live.json).unwrap();
-        assert_eq!(event.seq, 7);
-        assert_eq!(event.agent, "ops");
-        assert_eq!(event.task, None);
+    use super::*;
+    use crate::bus::Bus;
+
+    /// What an append publishes and what a later read returns are the same bytes, and they
+    /// decode as the protocol's `Event`.
+    #[tokio::test]
+    async fn written_and_read_events_are_identical() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db"), Bus::default())
+            .await
+            .unwrap();
+        store.create_agent("ops", "", Some("m")).await.unwrap();
+        let text = "quotes \" and \\ and\nnewlines, unicode é ✓, and </script>";
+        let body = EventBody::UserMessage { text: text.into() };
+        let (_, written) = store.append_to_agent("ops", &body).await.unwrap();
+        let read = store
+            .events_after(1, EventFilter::default(), 10)
+            .await
+            .unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].frame(), written.frame());
+        let event: Event = serde_json::from_str(written.json()).unwrap();
         assert_eq!(
-            event.body(),
-            Some(EventBody::UserMessage {
-                text: "hi \"there\"".into()
-            })
+            (event.seq, event.agent.as_str(), event.task.as_deref()),
+            (2, "ops", None)
         );
+        assert_eq!(event.body(), Some(body));
+        let frame = std::str::from_utf8(written.frame()).unwrap();
+        assert!(frame.starts_with("id: 2\ndata: {") && frame.ends_with("}\n\n"));
+        assert_eq!(frame.matches('\n').count(), 3, "one data line");
     }
 }

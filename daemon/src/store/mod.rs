@@ -15,11 +15,11 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use sqlx::ConnectOptions;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
-use sqlx::ConnectOptions;
 use tokio::sync::Mutex;
 
 use crate::bus::Bus;
@@ -47,11 +47,8 @@ pub enum StoreError {
     AgentExists(String),
     #[error("no agent named {0:?}")]
     NoSuchAgent(String),
-    #[error("stored event {seq} is not valid JSON: {source}")]
-    CorruptEvent {
-        seq: i64,
-        source: serde_json::Error,
-    },
+    #[error("cannot encode an event: {0}")]
+    Encode(serde_json::Error),
 }
 
 /// The daemon's handle on its database. Cheap to clone.

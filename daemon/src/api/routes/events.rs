@@ -10,15 +10,19 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use futures_util::Stream;
-use futures_util::stream::{self, StreamExt};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::HeaderName;
+use axum::response::Response;
+use bytes::{Bytes, BytesMut};
+use futures_util::stream;
 use serde::Deserialize;
 
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiPath, ApiQuery};
 use crate::bus::Subscription;
-use crate::store::EventFilter;
+use crate::store::{EventFilter, LiveEvent};
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -32,7 +36,7 @@ pub async fn all(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<StreamQuery>,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let after = resume_point(&headers, query)?;
     stream_from(state, after, EventFilter::default()).await
 }
@@ -42,7 +46,7 @@ pub async fn agent(
     ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<StreamQuery>,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let after = resume_point(&headers, query)?;
     let agent = state.store.agent(&name).await?;
     let filter = EventFilter {
@@ -79,7 +83,7 @@ pub async fn page(
         if i > 0 {
             body.push(',');
         }
-        body.push_str(&event.json);
+        body.push_str(event.json());
     }
     body.push_str("]}");
     Ok(([(header::CONTENT_TYPE, "application/json")], body))
@@ -103,26 +107,47 @@ async fn stream_from(
     state: AppState,
     after: Option<i64>,
     filter: EventFilter,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let subscription =
         Subscription::new(state.store.clone(), filter, after, state.shutdown.clone()).await?;
-    let batches = stream::unfold(subscription, |mut subscription| async move {
-        match subscription.next_batch().await {
-            Ok(Some(batch)) => Some((batch, subscription)),
-            Ok(None) => None,
-            Err(error) => {
+    let frames = stream::unfold(subscription, |mut subscription| async move {
+        let next = tokio::time::timeout(KEEP_ALIVE, subscription.next_batch()).await;
+        let chunk = match next {
+            Err(_idle) => Bytes::from_static(b":\n\n"),
+            Ok(Ok(Some(batch))) => join_frames(&batch),
+            Ok(Ok(None)) => return None,
+            Ok(Err(error)) => {
                 // The client reconnects with Last-Event-ID and resumes where this one stopped.
                 tracing::warn!(%error, "event stream ended by a store error");
-                None
+                return None;
             }
+        };
+        Some((Ok::<_, Infallible>(chunk), subscription))
+    });
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            // Tells reverse proxies not to buffer the stream.
+            (HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response())
+}
+
+/// One buffer per batch: a single event's frame is shared as is; a burst goes out in one
+/// write.
+fn join_frames(batch: &[Arc<LiveEvent>]) -> Bytes {
+    match batch {
+        [one] => one.frame().clone(),
+        many => {
+            let len = many.iter().map(|e| e.frame().len()).sum();
+            let mut joined = BytesMut::with_capacity(len);
+            for event in many {
+                joined.extend_from_slice(event.frame());
+            }
+            joined.freeze()
         }
-    });
-    let events = batches.flat_map(|batch| {
-        stream::iter(batch.into_iter().map(|event| {
-            Ok(SseEvent::default()
-                .id(event.seq.to_string())
-                .data(&*event.json))
-        }))
-    });
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    }
 }
