@@ -42,6 +42,13 @@ impl Bus {
     }
 }
 
+/// A timer that first fires one `period` from now, and skips ticks it missed.
+pub fn idle_interval(period: Duration) -> tokio::time::Interval {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval
+}
+
 /// One reader's position in the log: replays from the store, then follows the bus.
 pub struct Subscription {
     store: Store,
@@ -51,6 +58,8 @@ pub struct Subscription {
     cursor: i64,
     /// Whether the store may hold events past `cursor` that the channel will not deliver.
     behind: bool,
+    /// Registered once; a per-wait timeout would touch the timer wheel on every event.
+    recheck: tokio::time::Interval,
     shutdown: CancellationToken,
 }
 
@@ -75,6 +84,7 @@ impl Subscription {
             filter,
             cursor,
             behind: true,
+            recheck: idle_interval(RECHECK),
             shutdown,
         })
     }
@@ -98,10 +108,14 @@ impl Subscription {
             }
             let received = tokio::select! {
                 () = self.shutdown.cancelled() => return Ok(None),
-                received = tokio::time::timeout(RECHECK, self.rx.recv()) => received,
+                _ = self.recheck.tick() => {
+                    self.behind = true;
+                    continue;
+                }
+                received = self.rx.recv() => received,
             };
             match received {
-                Ok(Ok(first)) => {
+                Ok(first) => {
                     let mut batch = Vec::new();
                     self.take(first, &mut batch);
                     // Drain what is already queued so a burst goes out in one write.
@@ -119,8 +133,8 @@ impl Subscription {
                         return Ok(Some(batch));
                     }
                 }
-                Ok(Err(broadcast::error::RecvError::Lagged(_))) | Err(_) => self.behind = true,
-                Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(None),
+                Err(broadcast::error::RecvError::Lagged(_)) => self.behind = true,
+                Err(broadcast::error::RecvError::Closed) => return Ok(None),
             }
         }
     }

@@ -50,13 +50,15 @@ pub async fn connect_ids(http: &reqwest::Client, url: &str) -> impl Stream<Item 
         .map(move |chunk| {
             pending.extend_from_slice(&chunk.unwrap());
             let mut ids = Vec::new();
-            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = pending.drain(..=end).collect();
+            let mut start = 0;
+            while let Some(len) = pending[start..].iter().position(|b| *b == b'\n') {
+                let line = &pending[start..start + len];
                 if let Some(id) = line.strip_prefix(b"id: ") {
-                    let text = std::str::from_utf8(id).unwrap().trim();
-                    ids.push(text.parse().unwrap());
+                    ids.push(std::str::from_utf8(id).unwrap().parse().unwrap());
                 }
+                start += len + 1;
             }
+            pending.drain(..start);
             futures_util::stream::iter(ids)
         })
         .flatten()

@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiPath, ApiQuery};
-use crate::bus::Subscription;
+use crate::bus::{Subscription, idle_interval};
 use crate::store::{EventFilter, LiveEvent};
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -110,19 +110,24 @@ async fn stream_from(
 ) -> Result<Response, ApiError> {
     let subscription =
         Subscription::new(state.store.clone(), filter, after, state.shutdown.clone()).await?;
-    let frames = stream::unfold(subscription, |mut subscription| async move {
-        let next = tokio::time::timeout(KEEP_ALIVE, subscription.next_batch()).await;
-        let chunk = match next {
-            Err(_idle) => Bytes::from_static(b":\n\n"),
-            Ok(Ok(Some(batch))) => join_frames(&batch),
-            Ok(Ok(None)) => return None,
-            Ok(Err(error)) => {
-                // The client reconnects with Last-Event-ID and resumes where this one stopped.
-                tracing::warn!(%error, "event stream ended by a store error");
-                return None;
-            }
+    let keep_alive = idle_interval(KEEP_ALIVE);
+    let frames = stream::unfold((subscription, keep_alive), |mut state| async move {
+        let (subscription, keep_alive) = &mut state;
+        // next_batch is cancel-safe: a keep-alive tick loses nothing.
+        let chunk = tokio::select! {
+            _ = keep_alive.tick() => Bytes::from_static(b":\n\n"),
+            next = subscription.next_batch() => match next {
+                Ok(Some(batch)) => join_frames(&batch),
+                Ok(None) => return None,
+                Err(error) => {
+                    // The client reconnects with Last-Event-ID and resumes where this one
+                    // stopped.
+                    tracing::warn!(%error, "event stream ended by a store error");
+                    return None;
+                }
+            },
         };
-        Some((Ok::<_, Infallible>(chunk), subscription))
+        Some((Ok::<_, Infallible>(chunk), state))
     });
     Ok((
         [
