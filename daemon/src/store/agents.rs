@@ -3,7 +3,7 @@
 use lazyboy_protocol::{Agent, EventBody};
 use sqlx::Connection;
 
-use super::events::{LiveEvent, Target, insert};
+use super::events::{LiveEvent, Target, insert, insert_into_chat};
 use super::{Store, StoreError, now_ms};
 
 /// A live (not deleted) agent with its chat thread.
@@ -131,24 +131,19 @@ impl Store {
         Ok(())
     }
 
-    /// Appends `body` to the live agent's chat thread.
+    /// Appends `body` to the live agent's chat thread; returns the thread and the event.
     pub async fn append_to_agent(
         &self,
         name: &str,
         body: &EventBody,
-    ) -> Result<(AgentRow, LiveEvent), StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let sql = format!("{SELECT_LIVE} AND a.name = ?");
-        let agent: AgentRow = sqlx::query_as(&sql)
-            .bind(name)
-            .fetch_optional(&mut *writer)
+    ) -> Result<(String, LiveEvent), StoreError> {
+        let writer = &mut *self.inner.writer.lock().await;
+        // One statement finds the agent's thread and appends: a single round trip to SQLite.
+        let (event, thread) = insert_into_chat(writer, name, body)
             .await?
             .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))?;
-        // A single INSERT commits on its own; the lookup above cannot go stale because every
-        // write (including deletes) holds this same writer lock.
-        let event = insert(&mut writer, &agent.target(), body).await?;
         self.inner.bus.publish(event.clone());
-        Ok((agent, event))
+        Ok((thread, event))
     }
 }
 

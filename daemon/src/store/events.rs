@@ -106,6 +106,57 @@ pub(super) async fn insert(
     .bind(at_ms)
     .fetch_one(conn)
     .await?;
+    render_new(seq, kind, target, at_ms, &data)
+}
+
+/// Appends `body` to the chat thread of the live agent called `name`, in one statement;
+/// `None` if there is no such agent. Returns the event and the thread id.
+pub(super) async fn insert_into_chat(
+    conn: &mut SqliteConnection,
+    name: &str,
+    body: &EventBody,
+) -> Result<Option<(LiveEvent, String)>, StoreError> {
+    let kind = body.kind();
+    let data = serde_json::value::to_raw_value(&body.data()).map_err(StoreError::Encode)?;
+    let at_ms = now_ms();
+    let row: Option<(i64, i64, String)> = sqlx::query_as(
+        "INSERT INTO events (thread_id, agent_id, task_id, kind, data, at_ms) \
+         SELECT t.id, a.id, NULL, ?1, ?2, ?3 \
+         FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
+         WHERE a.name = ?4 AND a.deleted_at_ms IS NULL \
+         RETURNING seq, agent_id, thread_id",
+    )
+    .bind(kind)
+    .bind(data.get())
+    .bind(at_ms)
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    let Some((seq, agent_id, thread)) = row else {
+        return Ok(None);
+    };
+    let event = render_new(
+        seq,
+        kind,
+        &Target {
+            agent_id,
+            agent: name,
+            thread: &thread,
+            task: None,
+        },
+        at_ms,
+        &data,
+    )?;
+    Ok(Some((event, thread)))
+}
+
+fn render_new(
+    seq: i64,
+    kind: &str,
+    target: &Target<'_>,
+    at_ms: i64,
+    data: &RawValue,
+) -> Result<LiveEvent, StoreError> {
     let json = serde_json::to_string(&WireEvent {
         seq,
         kind,
@@ -113,7 +164,7 @@ pub(super) async fn insert(
         thread: target.thread,
         task: target.task,
         at_ms,
-        data: &data,
+        data,
     })
     .map_err(StoreError::Encode)?;
     Ok(LiveEvent::new(seq, target.agent_id, &json))

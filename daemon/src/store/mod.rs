@@ -82,8 +82,15 @@ impl Store {
         MIGRATOR.run_direct(&mut writer).await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
-            .min_connections(1)
-            .connect_with(options.read_only(true))
+            .min_connections(0)
+            // Idle readers close, returning their page caches: an idle daemon stays small.
+            .idle_timeout(Duration::from_secs(30))
+            .connect_with(
+                options
+                    .read_only(true)
+                    // Replays read sequentially; the OS page cache serves them as well.
+                    .pragma("cache_size", "-512"),
+            )
             .await?;
         Ok(Store {
             inner: std::sync::Arc::new(Inner {

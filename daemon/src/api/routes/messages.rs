@@ -17,11 +17,11 @@ pub async fn post(
         return Err(ApiError::bad_request("the message text is empty"));
     }
     let body = EventBody::UserMessage { text: request.text };
-    let (agent, event) = state.store.append_to_agent(&name, &body).await?;
+    let (thread, event) = state.store.append_to_agent(&name, &body).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(MessageAccepted {
-            thread: agent.thread,
+            thread,
             seq: event.seq,
         }),
     ))
