@@ -8,8 +8,10 @@
 pub mod api;
 pub mod bus;
 pub mod home;
+pub mod providers;
 pub mod store;
 pub mod telemetry;
+pub mod tools;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

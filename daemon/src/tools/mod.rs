@@ -1,0 +1,116 @@
+//! Tools the agent calls. One file per tool under `handlers/`, reached through [`Registry`].
+//!
+//! A tool's bad argument, non-zero exit or missing file is a result for the model
+//! ([`ToolOutput`] with `is_error`), never an `Err`: only the agent loop decides to abort a
+//! turn. Every path a tool touches is confined to the task's workspace ([`workspace`]).
+//!
+//! The control tools (`update_plan`, `send_message`, `report_done`, `report_blocked`) change
+//! the task's own state, so the agent loop handles them itself (`agent::control`); they are
+//! listed here only through [`control_specs`] so the model sees one tool list.
+
+pub mod commands;
+pub mod handlers;
+pub mod spill;
+pub mod workspace;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use commands::CommandRegistry;
+
+/// How the agent loop may schedule a call, and how the loop fuses count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Observes without changing anything (reads, search): runs in parallel with its
+    /// neighbours; never counts toward loop fuses.
+    ReadOnly,
+    /// Changes state (writes, commands): runs alone, in order.
+    Mutating,
+    /// Waits on something already running (`await_command`, `write_stdin`): runs alone; counts
+    /// toward loop fuses only when it brought no new output.
+    Wait,
+    /// Changes the task itself (plan, messages, reports): handled by the agent loop.
+    Control,
+}
+
+/// What a tool needs from the task that called it.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The task's workspace, canonicalized. Every path is resolved inside it.
+    pub workspace: PathBuf,
+    pub task_id: String,
+    /// The call being answered (used to name spill files).
+    pub call_id: String,
+    /// Every command the daemon started, by id.
+    pub commands: Arc<CommandRegistry>,
+    /// Cancelled when the task is stopped: a tool waiting on something returns promptly.
+    pub cancel: CancellationToken,
+}
+
+/// A tool's result, for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub is_error: bool,
+    /// For [`ToolKind::Wait`] tools: whether the wait returned output the model had not seen.
+    pub new_output: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            is_error: false,
+            new_output: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            is_error: true,
+            new_output: false,
+        }
+    }
+}
+
+/// One tool.
+pub trait ToolHandler: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// For the model: what it does and when to use it.
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> Value;
+    fn kind(&self) -> ToolKind;
+    /// Runs the tool. `args` is already parsed JSON (the loop answers invalid JSON itself).
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput>;
+}
+
+/// Every tool, by name.
+pub struct Registry {
+    tools: BTreeMap<&'static str, Arc<dyn ToolHandler>>,
+}
+
+impl Registry {
+    /// The standard tool set.
+    pub fn standard() -> Registry {
+        let mut tools: BTreeMap<&'static str, Arc<dyn ToolHandler>> = BTreeMap::new();
+        for tool in handlers::all() {
+            tools.insert(tool.name(), tool);
+        }
+        Registry { tools }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn ToolHandler>> {
+        self.tools.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn ToolHandler>> {
+        self.tools.values()
+    }
+}

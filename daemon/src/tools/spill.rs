@@ -1,0 +1,1 @@
+//! Large results spill to `.lazyboy-output/`. (Stub: being written.)
