@@ -29,6 +29,21 @@ pub enum Command {
     Agent(AgentCommand),
     /// Print the event log.
     Events(EventsArgs),
+    /// Hand an agent a task in the current directory and follow it to the end. Exit code:
+    /// 0 answer/done/waiting, 1 blocked/budget_exhausted/failed, 130 cancelled (Ctrl-C).
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to do.
+    pub objective: String,
+    /// The agent to give it to.
+    #[arg(long, default_value = "default")]
+    pub agent: String,
+    /// The directory to work in (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,6 +1,7 @@
 //! `lazyboy`, the command line. It talks to `lazyboyd` over the home's local socket and
 //! starts the daemon when a command needs it.
 
+pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod connection;

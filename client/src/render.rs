@@ -1,6 +1,6 @@
 //! Text output: one line per event, and small tables.
 
-use lazyboy_protocol::{Agent, Event, EventBody};
+use lazyboy_protocol::{Agent, Event, EventBody, StepStatus, TaskState, ToolStatus};
 
 /// `#seq agent kind summary`, on one line.
 pub fn event_line(event: &Event) -> String {
@@ -10,7 +10,15 @@ pub fn event_line(event: &Event) -> String {
             model.map(|m| format!("model {m}")).unwrap_or_default()
         }
         Some(EventBody::AgentDeleted {}) => String::new(),
-        None => one_line(&event.data.to_string()),
+        Some(EventBody::TaskCreated { objective, .. }) => one_line(&objective),
+        Some(EventBody::AgentMessage { text } | EventBody::RuntimeNote { text }) => one_line(&text),
+        Some(EventBody::ToolCall {
+            name, arguments, ..
+        }) => {
+            format!("{name} {}", call_summary(&name, &arguments))
+        }
+        Some(EventBody::TaskFinished { message, .. }) => one_line(&message),
+        Some(_) | None => one_line(&event.data.to_string()),
     };
     format!("#{} {} {} {}", event.seq, event.agent, event.kind, summary)
         .trim_end()
@@ -41,5 +49,144 @@ fn one_line(text: &str) -> String {
         format!("{cut}…")
     } else {
         flat
+    }
+}
+
+/// Prints a task's events as they stream: text deltas inline, one line per tool step, the
+/// plan, the agent's messages, and the verdict. With `json`, one JSON event per line.
+pub struct TaskPrinter {
+    json: bool,
+    color: bool,
+    /// Whether a text delta left the cursor mid-line.
+    mid_line: bool,
+}
+
+impl TaskPrinter {
+    pub fn new(json: bool) -> TaskPrinter {
+        use std::io::IsTerminal;
+        TaskPrinter {
+            json,
+            color: std::io::stdout().is_terminal(),
+            mid_line: false,
+        }
+    }
+
+    fn dim(&self, text: &str) -> String {
+        if self.color {
+            format!("\x1b[2m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn bold(&self, text: &str) -> String {
+        if self.color {
+            format!("\x1b[1m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub fn print(&mut self, out: &mut impl std::io::Write, event: &Event) -> std::io::Result<()> {
+        if self.json {
+            let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+            return writeln!(out, "{line}");
+        }
+        let Some(body) = event.body() else {
+            return Ok(());
+        };
+        if let EventBody::AssistantDelta { text } = &body {
+            self.mid_line = !text.ends_with('\n');
+            return write!(out, "{}", self.dim(text));
+        }
+        if self.mid_line {
+            writeln!(out)?;
+            self.mid_line = false;
+        }
+        match body {
+            EventBody::PlanUpdated { steps, .. } => {
+                writeln!(out, "plan:")?;
+                for step in steps {
+                    let mark = match step.status {
+                        StepStatus::Pending => "[ ]",
+                        StepStatus::InProgress => "[>]",
+                        StepStatus::Completed => "[x]",
+                    };
+                    writeln!(out, "  {mark} {}", step.step)?;
+                }
+            }
+            EventBody::ToolCall {
+                name, arguments, ..
+            } if !matches!(name.as_str(), "send_message" | "update_plan") => {
+                writeln!(out, "→ {name} {}", call_summary(&name, &arguments))?;
+            }
+            EventBody::ToolResult {
+                name,
+                status,
+                output,
+                ..
+            } if !matches!(name.as_str(), "send_message" | "update_plan")
+                || status != ToolStatus::Ok =>
+            {
+                let first = output.lines().next().unwrap_or("");
+                let mark = match status {
+                    ToolStatus::Ok => "✓".to_owned(),
+                    ToolStatus::Error => "✗".to_owned(),
+                    ToolStatus::Unknown => "? unknown:".to_owned(),
+                    ToolStatus::Skipped => "- skipped:".to_owned(),
+                };
+                writeln!(
+                    out,
+                    "  {}",
+                    self.dim(&format!("{mark} {}", one_line(first)))
+                )?;
+            }
+            EventBody::AgentMessage { text } => writeln!(out, "{}", self.bold(&text))?,
+            EventBody::RuntimeNote { text } => {
+                writeln!(
+                    out,
+                    "{}",
+                    self.dim(&format!("(runtime) {}", one_line(&text)))
+                )?;
+            }
+            EventBody::Heartbeat {
+                operation,
+                elapsed_ms,
+            } => writeln!(
+                out,
+                "{}",
+                self.dim(&format!("… {operation} ({}s)", elapsed_ms / 1000))
+            )?,
+            EventBody::TaskState {
+                state: TaskState::Recovering,
+            } => writeln!(out, "{}", self.dim("(recovering after a daemon restart)"))?,
+            EventBody::TaskFinished { verdict, message } => {
+                let verdict = serde_json::to_value(verdict)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                writeln!(out, "{}", self.bold(&format!("[{verdict}]")))?;
+                if !message.is_empty() {
+                    writeln!(out, "{message}")?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The most telling argument of a call, on one line.
+fn call_summary(name: &str, arguments: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let key = match name {
+        "exec_command" => "cmd",
+        "write_stdin" | "await_command" | "kill_command" => "id",
+        "search" => "pattern",
+        _ => "path",
+    };
+    match value.get(key).and_then(|v| v.as_str()) {
+        Some(text) => one_line(text),
+        None => one_line(arguments),
     }
 }

@@ -98,7 +98,7 @@ impl Subscription {
             if self.behind {
                 let batch = self
                     .store
-                    .events_after(self.cursor, self.filter, REPLAY_BATCH)
+                    .events_after(self.cursor, &self.filter, REPLAY_BATCH)
                     .await?;
                 if let Some(last) = batch.last() {
                     self.cursor = last.seq;
@@ -209,6 +209,7 @@ mod tests {
         store.create_agent("b", "", None).await.unwrap();
         let filter = EventFilter {
             agent_id: Some(a.id),
+            ..EventFilter::default()
         };
         let mut sub = Subscription::new(store.clone(), filter, Some(0), CancellationToken::new())
             .await

@@ -5,8 +5,11 @@
 //! cancelled and then shuts down in order: stop accepting, end open streams, let in-flight
 //! requests finish, close the database.
 
+pub mod agent;
 pub mod api;
 pub mod bus;
+pub mod cli;
+pub mod config;
 pub mod home;
 pub mod providers;
 pub mod store;
@@ -33,6 +36,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub struct Daemon {
     pub home: PathBuf,
     pub store: Store,
+    pub config: config::Config,
     pub socket: LocalSocket,
     pub tcp: TcpListener,
     pub guard: Guard,
@@ -41,7 +45,15 @@ pub struct Daemon {
 /// Serves both listeners until `shutdown` is cancelled, then shuts down gracefully.
 pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<()> {
     let tcp_addr: SocketAddr = daemon.tcp.local_addr()?;
+    ensure_default_agent(&daemon.store).await?;
+    let runtime = agent::Runtime::new(
+        daemon.store.clone(),
+        daemon.config,
+        daemon.home.join("workspaces"),
+        shutdown.clone(),
+    );
     let state = api::AppState {
+        runtime: runtime.clone(),
         store: daemon.store.clone(),
         shutdown: shutdown.clone(),
         health: Arc::new(Health {
@@ -65,11 +77,34 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let socket_server = axum::serve(daemon.socket, api::socket_router(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    match runtime.recover().await {
+        Ok(0) => {}
+        Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),
+        Err(error) => tracing::error!(%error, "cannot resume tasks"),
+    }
     let (tcp_result, socket_result) = tokio::join!(tcp_server, socket_server);
-    tracing::info!("listeners closed; closing the database");
+    tracing::info!("listeners closed; pausing tasks");
+    runtime.shutdown().await;
+    tracing::info!("closing the database");
     daemon.store.close().await;
     tcp_result?;
     socket_result?;
     tracing::info!("lazyboyd stopped");
     Ok(())
+}
+
+/// The agent `lazyboy run` uses when none is named.
+pub const DEFAULT_AGENT: &str = "default";
+
+async fn ensure_default_agent(store: &Store) -> Result<(), store::StoreError> {
+    match store.agent(DEFAULT_AGENT).await {
+        Ok(_) => Ok(()),
+        Err(store::StoreError::NoSuchAgent(_)) => {
+            match store.create_agent(DEFAULT_AGENT, "", None).await {
+                Ok(_) | Err(store::StoreError::AgentExists(_)) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }

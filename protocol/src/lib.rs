@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest request body the API accepts (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -138,6 +138,8 @@ impl Event {
 }
 
 /// The typed events. Stored and sent as `kind` (the snake_case variant name) plus `data`.
+/// Task events carry the task's id in [`Event::task`] and the task's thread in
+/// [`Event::thread`]; any client can render a task from its events alone.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
 pub enum EventBody {
@@ -148,8 +150,207 @@ pub enum EventBody {
     },
     /// An agent was deleted; its events stay in the log.
     AgentDeleted {},
-    /// A person wrote to the agent's thread.
+    /// A person wrote to the agent (its chat thread, or a running task as steering).
     UserMessage { text: String },
+    /// A task was handed to the agent.
+    TaskCreated {
+        objective: String,
+        workspace: String,
+    },
+    /// The task moved to another state (running, recovering, ...).
+    TaskState { state: TaskState },
+    /// A piece of the model's plain text as it streams (scratchpad, not a message).
+    AssistantDelta { text: String },
+    /// The model's whole reply for one round: its scratchpad text and the calls it made.
+    /// Persisted before any of the calls runs.
+    AssistantReply {
+        text: String,
+        tool_calls: Vec<ToolCallRecord>,
+    },
+    /// A call is about to run (its intent is durable before any side effect).
+    ToolCall {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// The one result of a call.
+    ToolResult {
+        call_id: String,
+        name: String,
+        status: ToolStatus,
+        output: String,
+    },
+    /// The plan as it now stands.
+    PlanUpdated {
+        steps: Vec<PlanStep>,
+        explanation: Option<String>,
+    },
+    /// `send_message`: the agent speaking to the person.
+    AgentMessage { text: String },
+    /// Something the runtime told the model (a reminder, a recovery note).
+    RuntimeNote { text: String },
+    /// Still waiting on `operation` after `elapsed_ms`; no model call behind it.
+    Heartbeat { operation: String, elapsed_ms: u64 },
+    /// The task ended its turn.
+    TaskFinished { verdict: Verdict, message: String },
+}
+
+/// One call as recorded in an [`EventBody::AssistantReply`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub name: String,
+    /// The raw JSON text the model sent (it may be invalid).
+    pub arguments: String,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+    /// The daemon died while it ran: whether it took effect is not known.
+    Unknown,
+    /// It never ran (the batch was interrupted before it).
+    Skipped,
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PlanStep {
+    pub step: String,
+    pub status: StepStatus,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The model replied without a tool call.
+    Answer,
+    /// The model called `report_done` and it was accepted.
+    Done,
+    /// The turn ended while work it started (commands) still runs.
+    Waiting,
+    /// `report_blocked`, or a loop fuse tripped.
+    Blocked,
+    /// `LAZYBOY_MAX_ROUNDS_TOTAL` model rounds were used.
+    BudgetExhausted,
+    /// The provider or the runtime failed.
+    Failed,
+    /// A person stopped it.
+    Cancelled,
+}
+
+impl Verdict {
+    /// The exit code of `lazyboy run` for this verdict.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Answer | Verdict::Done | Verdict::Waiting => 0,
+            Verdict::Blocked | Verdict::BudgetExhausted | Verdict::Failed => 1,
+            Verdict::Cancelled => 130,
+        }
+    }
+
+    /// The task state a turn with this verdict leaves.
+    pub fn final_state(self) -> TaskState {
+        match self {
+            Verdict::Answer | Verdict::Done | Verdict::Waiting => TaskState::Done,
+            Verdict::Blocked => TaskState::Blocked,
+            Verdict::BudgetExhausted => TaskState::BudgetExhausted,
+            Verdict::Failed => TaskState::Failed,
+            Verdict::Cancelled => TaskState::Cancelled,
+        }
+    }
+}
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    Queued,
+    Running,
+    /// After a daemon restart: in-flight calls are being marked `unknown`.
+    Recovering,
+    WaitingForHuman,
+    Done,
+    Blocked,
+    Failed,
+    Cancelled,
+    BudgetExhausted,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Queued => "queued",
+            TaskState::Running => "running",
+            TaskState::Recovering => "recovering",
+            TaskState::WaitingForHuman => "waiting_for_human",
+            TaskState::Done => "done",
+            TaskState::Blocked => "blocked",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+            TaskState::BudgetExhausted => "budget_exhausted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TaskState> {
+        serde_json::from_value(Value::String(text.to_owned())).ok()
+    }
+
+    /// Whether the task has ended (until someone continues it).
+    pub fn is_final(self) -> bool {
+        !matches!(
+            self,
+            TaskState::Queued
+                | TaskState::Running
+                | TaskState::Recovering
+                | TaskState::WaitingForHuman
+        )
+    }
+}
+
+/// `POST /api/agents/{name}/tasks`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTask {
+    pub objective: String,
+    /// An absolute directory the task works in; default: the agent's workspace.
+    #[serde(default)]
+    pub workspace: Option<String>,
+}
+
+/// The 202 answer to [`CreateTask`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TaskAccepted {
+    pub task: String,
+    pub thread: String,
+}
+
+/// `GET /api/tasks/{id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Task {
+    pub id: String,
+    pub agent: String,
+    pub thread: String,
+    pub objective: String,
+    pub workspace: String,
+    pub state: TaskState,
+    pub verdict: Option<Verdict>,
+    /// What the agent last said to the person, or why it stopped.
+    pub final_message: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
 }
 
 impl EventBody {
@@ -159,6 +360,17 @@ impl EventBody {
             EventBody::AgentCreated { .. } => "agent_created",
             EventBody::AgentDeleted {} => "agent_deleted",
             EventBody::UserMessage { .. } => "user_message",
+            EventBody::TaskCreated { .. } => "task_created",
+            EventBody::TaskState { .. } => "task_state",
+            EventBody::AssistantDelta { .. } => "assistant_delta",
+            EventBody::AssistantReply { .. } => "assistant_reply",
+            EventBody::ToolCall { .. } => "tool_call",
+            EventBody::ToolResult { .. } => "tool_result",
+            EventBody::PlanUpdated { .. } => "plan_updated",
+            EventBody::AgentMessage { .. } => "agent_message",
+            EventBody::RuntimeNote { .. } => "runtime_note",
+            EventBody::Heartbeat { .. } => "heartbeat",
+            EventBody::TaskFinished { .. } => "task_finished",
         }
     }
 
@@ -225,5 +437,70 @@ mod tests {
             EventBody::from_parts("from_the_future", serde_json::json!({})),
             None
         );
+    }
+
+    #[test]
+    fn kind_matches_the_serde_tag_for_every_variant() {
+        let bodies = [
+            EventBody::TaskCreated {
+                objective: "o".into(),
+                workspace: "/w".into(),
+            },
+            EventBody::TaskState {
+                state: TaskState::WaitingForHuman,
+            },
+            EventBody::AssistantDelta { text: "t".into() },
+            EventBody::AssistantReply {
+                text: String::new(),
+                tool_calls: vec![],
+            },
+            EventBody::ToolCall {
+                call_id: "c".into(),
+                name: "n".into(),
+                arguments: "{}".into(),
+            },
+            EventBody::ToolResult {
+                call_id: "c".into(),
+                name: "n".into(),
+                status: ToolStatus::Unknown,
+                output: "o".into(),
+            },
+            EventBody::PlanUpdated {
+                steps: vec![],
+                explanation: None,
+            },
+            EventBody::AgentMessage { text: "t".into() },
+            EventBody::RuntimeNote { text: "t".into() },
+            EventBody::Heartbeat {
+                operation: "model".into(),
+                elapsed_ms: 20_000,
+            },
+            EventBody::TaskFinished {
+                verdict: Verdict::BudgetExhausted,
+                message: "m".into(),
+            },
+        ];
+        for body in bodies {
+            let tagged = serde_json::to_value(&body).unwrap();
+            assert_eq!(tagged["kind"], body.kind());
+            assert_eq!(EventBody::from_parts(body.kind(), body.data()), Some(body));
+        }
+    }
+
+    #[test]
+    fn verdict_exit_codes_and_states() {
+        let table = [
+            (Verdict::Answer, 0, TaskState::Done),
+            (Verdict::Done, 0, TaskState::Done),
+            (Verdict::Waiting, 0, TaskState::Done),
+            (Verdict::Blocked, 1, TaskState::Blocked),
+            (Verdict::BudgetExhausted, 1, TaskState::BudgetExhausted),
+            (Verdict::Failed, 1, TaskState::Failed),
+            (Verdict::Cancelled, 130, TaskState::Cancelled),
+        ];
+        for (verdict, code, state) in table {
+            assert_eq!((verdict.exit_code(), verdict.final_state()), (code, state));
+            assert_eq!(TaskState::parse(state.as_str()), Some(state));
+        }
     }
 }

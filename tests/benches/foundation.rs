@@ -213,6 +213,7 @@ fn status_wall(daemon: &TestDaemon) -> (Duration, Duration) {
         .map(|_| {
             let started = Instant::now();
             let output = std::process::Command::new(&lazyboy)
+                .env("LAZYBOY_DAEMON_BIN", bin("lazyboyd"))
                 .args(["daemon", "status"])
                 .env("LAZYBOY_HOME", daemon.home())
                 .output()

@@ -25,31 +25,27 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tempfile::TempDir;
 
-/// The directory holding the freshly built `lazyboyd` and `lazyboy`.
+/// The directory holding the binaries under test: `target/<profile>/`, where cargo puts
+/// this package's bins (`lazyboyd-under-test`, `lazyboy-under-test`: the real entry points,
+/// `lazyboyd::cli::main` and `lazyboy::app::main`) before it runs its tests and benches.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         // target/<profile>/deps/<this test binary>
         let exe = std::env::current_exe().unwrap();
-        let dir = exe.parent().unwrap().parent().unwrap().to_owned();
-        let release = dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args([
-            "build", "--quiet", "-p", "lazyboyd", "-p", "lazyboy", "--bins",
-        ]);
-        if release {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cannot run cargo build");
-        assert!(status.success(), "building the binaries failed");
-        dir
+        exe.parent().unwrap().parent().unwrap().to_owned()
     })
 }
 
-/// Path of one of our binaries.
+/// Path of one of our binaries: `lazyboyd` or `lazyboy`.
 pub fn bin(name: &str) -> PathBuf {
-    bin_dir().join(name)
+    let path = bin_dir().join(format!("{name}-under-test"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests through cargo",
+        path.display()
+    );
+    path
 }
 
 /// A fresh home directory with a short path (socket paths are limited to ~108 bytes).
@@ -81,6 +77,25 @@ impl TestDaemon {
         daemon
     }
 
+    /// Starts a daemon on a fresh home whose `config.toml` is `config`, with extra `env`.
+    pub async fn start_with(config: &str, env: &[(&str, &str)]) -> TestDaemon {
+        let home = temp_home();
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let mut daemon = TestDaemon::start_in(home.path(), env).await;
+        daemon._owned_home = Some(home);
+        daemon
+    }
+
+    /// Starts a daemon whose default provider is `mock`, speaking `wire` ("openai" or
+    /// "anthropic"), with fast retries and heartbeats.
+    pub async fn start_with_model(
+        mock: &mock_model::MockModel,
+        wire: &str,
+        env: &[(&str, &str)],
+    ) -> TestDaemon {
+        TestDaemon::start_with(&model_config(mock, wire), env).await
+    }
+
     /// Starts a daemon on `home` (which may hold an earlier daemon's state).
     pub async fn start_in(home: &Path, env: &[(&str, &str)]) -> TestDaemon {
         let mut daemon = TestDaemon {
@@ -105,6 +120,14 @@ impl TestDaemon {
             .env("LAZYBOY_HOME", home)
             .env_remove("LAZYBOY_TOKEN")
             .env_remove("LAZYBOY_WEB_PORT")
+            // The tests decide the model: nothing leaks in from the machine.
+            .env_remove("LAZYBOY_BASE_URL")
+            .env_remove("LAZYBOY_MODEL")
+            .env_remove("LAZYBOY_API_KEY")
+            .env_remove("LAZYBOY_WIRE")
+            .env_remove("LAZYBOY_MAX_ROUNDS_TOTAL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null());
         command
@@ -228,6 +251,62 @@ impl Drop for TestDaemon {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// A `config.toml` pointing the default provider at `mock`.
+pub fn model_config(mock: &mock_model::MockModel, wire: &str) -> String {
+    let base_url = match wire {
+        "anthropic" => mock.anthropic_base_url(),
+        _ => mock.openai_base_url(),
+    };
+    format!(
+        "default_provider = \"mock\"\nheartbeat_secs = 1\n\n[providers.mock]\nwire = \"{wire}\"\n\
+         base_url = \"{base_url}\"\nmodel = \"mock-model\"\n\n[retry]\nmax_attempts = 3\n\
+         base_ms = 5\nmax_ms = 50\n"
+    )
+}
+
+/// Runs a blocking command (the CLI) without stalling the test's runtime (the mock model
+/// serves on it).
+pub async fn output_of(mut command: Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A task's events, typed, in order.
+pub async fn task_events(daemon: &TestDaemon, task: &str) -> Vec<lazyboy_protocol::EventBody> {
+    all_events(daemon, 0)
+        .await
+        .into_iter()
+        .filter(|e| e.task.as_deref() == Some(task))
+        .filter_map(|e| e.body())
+        .collect()
+}
+
+/// Waits until `task` has finished; returns it.
+pub async fn wait_task_finished(daemon: &TestDaemon, task: &str) -> lazyboy_protocol::Task {
+    let client = daemon.client();
+    let path = format!("/api/tasks/{task}");
+    wait_for(Duration::from_secs(60), "the task to finish", || {
+        let client = client.clone();
+        let path = path.clone();
+        async move {
+            let task: lazyboy_protocol::Task = client.get(&path).await.ok()?;
+            task.verdict.is_some().then_some(task)
+        }
+    })
+    .await
+}
+
+/// A child process killed and reaped when dropped, so a failing test leaks nothing.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -75,13 +75,21 @@ async fn health_agents_and_messages() {
     let accepted: MessageAccepted = sent.json().await.unwrap();
     assert_eq!(accepted.thread, agent.thread);
 
+    // Seq 1 is the `default` agent, created at the first start.
     let events = all_events(&daemon, 0).await;
-    let kinds: Vec<_> = events.iter().map(|e| (e.seq, e.kind.as_str())).collect();
+    let kinds: Vec<_> = events
+        .iter()
+        .map(|e| (e.seq, e.agent.as_str(), e.kind.as_str()))
+        .collect();
     assert_eq!(
         kinds,
-        [(1, "agent_created"), (accepted.seq, "user_message")]
+        [
+            (1, "default", "agent_created"),
+            (2, "researcher", "agent_created"),
+            (accepted.seq, "researcher", "user_message")
+        ]
     );
-    let message = &events[1];
+    let message = &events[2];
     assert_eq!(message.agent, "researcher");
     assert_eq!(message.thread, agent.thread);
     assert_eq!(message.task, None);
@@ -107,7 +115,8 @@ async fn health_agents_and_messages() {
         .json()
         .await
         .unwrap();
-    assert!(list.agents.is_empty());
+    let names: Vec<_> = list.agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["default"]);
     // The name is free again, and the old agent's events stay in the log.
     add_agent(&daemon, "researcher").await;
     let kinds: Vec<_> = all_events(&daemon, 0)
@@ -118,6 +127,7 @@ async fn health_agents_and_messages() {
     assert_eq!(
         kinds,
         [
+            "agent_created",
             "agent_created",
             "user_message",
             "agent_deleted",
@@ -269,7 +279,7 @@ async fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
         .json()
         .await
         .unwrap();
-    assert_eq!(list.agents.len(), 1);
+    assert_eq!(list.agents.len(), 2, "default and ops");
     daemon.stop();
 }
 
@@ -286,7 +296,8 @@ async fn sse_replays_then_streams_live() {
     }
     // Everything, via ?after=0.
     let mut all = Box::pin(sse::connect(http, &daemon.url("/api/events?after=0"), None).await);
-    for seq in 1..=5 {
+    // 1 is `default`; 2 and 3 create a and b; 4, 5, 6 are the messages.
+    for seq in 1..=6 {
         let message = all.next().await.unwrap();
         assert_eq!(message.id, seq.to_string());
         assert_eq!(message.event.seq, seq);
@@ -297,12 +308,12 @@ async fn sse_replays_then_streams_live() {
     }
     // One agent's, resumed with Last-Event-ID (which wins over ?after).
     let mut of_a =
-        Box::pin(sse::connect(http, &daemon.url("/api/agents/a/events?after=0"), Some(1)).await);
+        Box::pin(sse::connect(http, &daemon.url("/api/agents/a/events?after=0"), Some(2)).await);
     let replayed: Vec<i64> = vec![
         of_a.next().await.unwrap().event.seq,
         of_a.next().await.unwrap().event.seq,
     ];
-    assert_eq!(replayed, [3, 5]);
+    assert_eq!(replayed, [4, 6]);
     // Without a resume point: live only.
     let mut live = Box::pin(sse::connect(http, &daemon.url("/api/events"), None).await);
     let seq = lazyboy_tests::post_message(http, &daemon.url(""), "a", "live")

@@ -44,7 +44,8 @@ async fn sigterm_ends_open_streams_and_exits_cleanly() {
     add_agent(&daemon, "ops").await;
     let mut stream =
         Box::pin(sse::connect(&daemon.http, &daemon.url("/api/events?after=0"), None).await);
-    assert_eq!(stream.next().await.unwrap().event.kind, "agent_created");
+    assert_eq!(stream.next().await.unwrap().event.agent, "default");
+    assert_eq!(stream.next().await.unwrap().event.agent, "ops");
     // `stop` asserts exit 0 within 5 s and the socket removed.
     daemon.stop();
     assert!(stream.next().await.is_none(), "the SSE stream ended");
@@ -161,7 +162,11 @@ async fn cli_starts_stops_and_reports_the_daemon() {
     let (stdout, _) = text(&events);
     assert_eq!(
         stdout.lines().collect::<Vec<_>>(),
-        ["#1 ops agent_created model m", "#2 ops agent_deleted"]
+        [
+            "#1 default agent_created",
+            "#2 ops agent_created model m",
+            "#3 ops agent_deleted"
+        ]
     );
     assert!(
         cli(home)
@@ -182,6 +187,7 @@ async fn cli_daemon_outlives_the_starting_session() {
         .arg(lazyboy_tests::bin("lazyboy"))
         .args(["daemon", "start"])
         .env("LAZYBOY_HOME", home.path())
+        .env("LAZYBOY_DAEMON_BIN", lazyboy_tests::bin("lazyboyd"))
         .env("LAZYBOY_WEB_PORT", "0")
         .stdout(std::process::Stdio::null())
         .status()
@@ -212,12 +218,14 @@ async fn events_follow_resumes_across_a_daemon_restart() {
     let mut daemon = TestDaemon::start().await;
     add_agent(&daemon, "ops").await;
     let out_path = daemon.home().join("follow.out");
-    let mut follow = daemon
-        .cli()
-        .args(["events", "--follow", "--json"])
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .spawn()
-        .unwrap();
+    let follow = lazyboy_tests::KillOnDrop(
+        daemon
+            .cli()
+            .args(["events", "--follow", "--json"])
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     let lines = |min: usize| {
         let path = out_path.clone();
         move || {
@@ -236,7 +244,8 @@ async fn events_follow_resumes_across_a_daemon_restart() {
     post_message(&daemon.http, &daemon.url(""), "ops", "one")
         .await
         .unwrap();
-    wait_for(Duration::from_secs(10), "two lines", lines(2)).await;
+    // default's and ops' creation, then "one".
+    wait_for(Duration::from_secs(10), "three lines", lines(3)).await;
     daemon.kill9();
     daemon.restart().await;
     post_message(&daemon.http, &daemon.url(""), "ops", "two")
@@ -247,13 +256,12 @@ async fn events_follow_resumes_across_a_daemon_restart() {
         .unwrap();
     let seqs = wait_for(
         Duration::from_secs(20),
-        "four lines after the restart",
-        lines(4),
+        "five lines after the restart",
+        lines(5),
     )
     .await;
-    assert_eq!(seqs, [1, 2, 3, 4], "every seq once, in order");
-    follow.kill().unwrap();
-    follow.wait().unwrap();
+    assert_eq!(seqs, [1, 2, 3, 4, 5], "every seq once, in order");
+    drop(follow);
     daemon.stop();
 }
 

@@ -3,3 +3,4 @@
 pub mod agent;
 pub mod daemon;
 pub mod events;
+pub mod run;

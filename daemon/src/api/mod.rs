@@ -26,6 +26,7 @@ pub struct AppState {
     /// Cancelled when the daemon shuts down; every open stream ends on it.
     pub shutdown: CancellationToken,
     pub health: Arc<Health>,
+    pub runtime: Arc<crate::agent::Runtime>,
 }
 
 /// The routes shared by both listeners.
@@ -43,6 +44,10 @@ fn api(state: AppState) -> Router {
         )
         .route("/api/agents/{name}/messages", post(routes::messages::post))
         .route("/api/agents/{name}/events", get(routes::events::agent))
+        .route("/api/agents/{name}/tasks", post(routes::tasks::create))
+        .route("/api/tasks/{id}", get(routes::tasks::show))
+        .route("/api/tasks/{id}/stop", post(routes::tasks::stop))
+        .route("/api/tasks/{id}/events", get(routes::tasks::events))
         .route("/api/events", get(routes::events::all))
         .route("/api/events/page", get(routes::events::page))
         .fallback(not_found)

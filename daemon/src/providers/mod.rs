@@ -10,7 +10,10 @@
 //! failure is a [`ProviderError`] with the provider's own message; nothing here panics.
 
 pub mod anthropic;
+mod assemble;
 pub mod openai;
+mod retry;
+mod sse;
 
 use std::time::Duration;
 
@@ -101,11 +104,21 @@ pub struct ToolCall {
 /// The conversation, in provider-neutral form. The system prompt travels separately.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    User { text: String },
+    User {
+        text: String,
+    },
     /// `text` may be empty when the reply was only tool calls.
-    Assistant { text: String, tool_calls: Vec<ToolCall> },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
     /// The result of one earlier call (`call_id` names it).
-    ToolResult { call_id: String, name: String, content: String, is_error: bool },
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
 }
 
 /// One model request.
@@ -130,7 +143,11 @@ pub struct ModelReply {
 pub enum ProviderError {
     /// The server answered with an error status; `message` is its body (or its error message).
     #[error("{provider}: HTTP {status}: {message}")]
-    Http { provider: String, status: u16, message: String },
+    Http {
+        provider: String,
+        status: u16,
+        message: String,
+    },
     /// The request or connection failed or timed out.
     #[error("{provider}: {message}")]
     Transport { provider: String, message: String },
@@ -182,5 +199,3 @@ impl Provider {
         retry::complete(self, request, cancel, on_text).await
     }
 }
-
-mod retry;

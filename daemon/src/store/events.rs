@@ -5,6 +5,8 @@
 //! cost of fanning out does not grow with formatting work per subscriber. Reads let SQLite
 //! build the JSON (`json_object`), so `data` is never parsed on the way out.
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use lazyboy_protocol::EventBody;
 use serde::Serialize;
@@ -18,13 +20,14 @@ use super::{Store, StoreError, now_ms};
 pub struct LiveEvent {
     pub seq: i64,
     pub agent_id: i64,
+    pub task: Option<Arc<str>>,
     /// The whole SSE message; the event's JSON is `frame[json_start..frame.len() - 2]`.
     frame: Bytes,
     json_start: usize,
 }
 
 impl LiveEvent {
-    fn new(seq: i64, agent_id: i64, json: &str) -> LiveEvent {
+    fn new(seq: i64, agent_id: i64, task: Option<&str>, json: &str) -> LiveEvent {
         let id = format!("id: {seq}\ndata: ");
         let mut frame = BytesMut::with_capacity(id.len() + json.len() + 2);
         frame.put_slice(id.as_bytes());
@@ -33,6 +36,7 @@ impl LiveEvent {
         LiveEvent {
             seq,
             agent_id,
+            task: task.map(Arc::from),
             frame: frame.freeze(),
             json_start: id.len(),
         }
@@ -52,15 +56,21 @@ impl LiveEvent {
 }
 
 /// Which events a reader wants.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct EventFilter {
     /// Only this agent's events; all agents when `None`.
     pub agent_id: Option<i64>,
+    /// Only this task's events.
+    pub task: Option<Arc<str>>,
 }
 
 impl EventFilter {
     pub fn matches(&self, event: &LiveEvent) -> bool {
         self.agent_id.is_none_or(|id| id == event.agent_id)
+            && self
+                .task
+                .as_deref()
+                .is_none_or(|task| event.task.as_deref() == Some(task))
     }
 }
 
@@ -167,11 +177,11 @@ fn render_new(
         data,
     })
     .map_err(StoreError::Encode)?;
-    Ok(LiveEvent::new(seq, target.agent_id, &json))
+    Ok(LiveEvent::new(seq, target.agent_id, target.task, &json))
 }
 
 /// Builds the event JSON inside SQLite, in [`WireEvent`]'s key order.
-const SELECT_JSON: &str = "SELECT e.seq, e.agent_id, json_object('seq', e.seq, 'kind', e.kind, \
+const SELECT_JSON: &str = "SELECT e.seq, e.agent_id, e.task_id, json_object('seq', e.seq, 'kind', e.kind, \
                            'agent', a.name, 'thread', e.thread_id, 'task', e.task_id, \
                            'at_ms', e.at_ms, 'data', json(e.data)) AS json \
                            FROM events e JOIN agents a ON a.id = e.agent_id";
@@ -181,25 +191,32 @@ impl Store {
     pub async fn events_after(
         &self,
         after: i64,
-        filter: EventFilter,
+        filter: &EventFilter,
         limit: u32,
     ) -> Result<Vec<LiveEvent>, StoreError> {
-        // Two statements rather than `(? IS NULL OR ...)`, so each one gets its own index.
-        let sql = match filter.agent_id {
-            None => format!("{SELECT_JSON} WHERE e.seq > ?1 ORDER BY e.seq LIMIT ?2"),
-            Some(_) => format!(
+        // One statement per filter shape, so each gets its own index.
+        let sql = match (&filter.task, filter.agent_id) {
+            (Some(_), _) => {
+                format!("{SELECT_JSON} WHERE e.task_id = ?4 AND e.seq > ?1 ORDER BY e.seq LIMIT ?2")
+            }
+            (None, Some(_)) => format!(
                 "{SELECT_JSON} WHERE e.agent_id = ?3 AND e.seq > ?1 ORDER BY e.seq LIMIT ?2"
             ),
+            (None, None) => format!("{SELECT_JSON} WHERE e.seq > ?1 ORDER BY e.seq LIMIT ?2"),
         };
-        let rows: Vec<(i64, i64, String)> = sqlx::query_as(&sql)
+        let rows: Vec<(i64, i64, Option<String>, String)> = sqlx::query_as(&sql)
             .bind(after)
             .bind(limit)
             .bind(filter.agent_id)
+            .bind(filter.task.as_deref())
             .fetch_all(&self.inner.reader)
             .await?;
         Ok(rows
             .iter()
-            .map(|(seq, agent_id, json)| LiveEvent::new(*seq, *agent_id, json))
+            .map(|(seq, agent_id, task, json)| {
+                LiveEvent::new(*seq, *agent_id, task.as_deref(), json)
+            })
+            .filter(|event| filter.matches(event))
             .collect())
     }
 
@@ -232,7 +249,7 @@ mod tests {
         let body = EventBody::UserMessage { text: text.into() };
         let (_, written) = store.append_to_agent("ops", &body).await.unwrap();
         let read = store
-            .events_after(1, EventFilter::default(), 10)
+            .events_after(1, &EventFilter::default(), 10)
             .await
             .unwrap();
         assert_eq!(read.len(), 1);

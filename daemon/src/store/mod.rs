@@ -7,9 +7,11 @@
 
 mod agents;
 mod events;
+mod tasks;
 
 pub use agents::AgentRow;
 pub use events::{EventFilter, LiveEvent};
+pub use tasks::TaskRow;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -47,6 +49,8 @@ pub enum StoreError {
     AgentExists(String),
     #[error("no agent named {0:?}")]
     NoSuchAgent(String),
+    #[error("no task {0:?}")]
+    NoSuchTask(String),
     #[error("cannot encode an event: {0}")]
     Encode(serde_json::Error),
 }

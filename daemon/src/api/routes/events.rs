@@ -29,7 +29,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 #[derive(Debug, Deserialize)]
 pub struct StreamQuery {
     /// Replay events after this seq; `0` replays everything.
-    after: Option<i64>,
+    pub after: Option<i64>,
 }
 
 pub async fn all(
@@ -51,6 +51,7 @@ pub async fn agent(
     let agent = state.store.agent(&name).await?;
     let filter = EventFilter {
         agent_id: Some(agent.id),
+        ..EventFilter::default()
     };
     stream_from(state, after, filter).await
 }
@@ -72,11 +73,15 @@ pub async fn page(
     let filter = match &query.agent {
         Some(name) => EventFilter {
             agent_id: Some(state.store.agent(name).await?.id),
+            ..EventFilter::default()
         },
         None => EventFilter::default(),
     };
     let limit = query.limit.unwrap_or(1000).clamp(1, MAX_PAGE);
-    let events = state.store.events_after(query.after, filter, limit).await?;
+    let events = state
+        .store
+        .events_after(query.after, &filter, limit)
+        .await?;
     // The events are already JSON; splice them rather than parse and re-serialize.
     let mut body = String::from(r#"{"events":["#);
     for (i, event) in events.iter().enumerate() {
@@ -90,7 +95,10 @@ pub async fn page(
 }
 
 /// Where to resume: `Last-Event-ID` wins over `?after=`; neither means "from now on".
-fn resume_point(headers: &HeaderMap, query: StreamQuery) -> Result<Option<i64>, ApiError> {
+pub(super) fn resume_point(
+    headers: &HeaderMap,
+    query: StreamQuery,
+) -> Result<Option<i64>, ApiError> {
     Ok(match headers.get("last-event-id") {
         Some(value) => Some(
             value
@@ -103,7 +111,7 @@ fn resume_point(headers: &HeaderMap, query: StreamQuery) -> Result<Option<i64>, 
     })
 }
 
-async fn stream_from(
+pub(super) async fn stream_from(
     state: AppState,
     after: Option<i64>,
     filter: EventFilter,

@@ -5,4 +5,5 @@ pub mod daemon;
 pub mod events;
 pub mod health;
 pub mod messages;
+pub mod tasks;
 pub mod web;

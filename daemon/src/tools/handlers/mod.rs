@@ -1,10 +1,209 @@
-//! One file per tool. (Stub: being written.)
+//! One file per tool, plus the helpers they share: argument parsing (a bad argument is a
+//! result for the model that shows the expected schema), path resolution through
+//! [`workspace::resolve`], and command lookup confined to the calling task.
 
+mod await_command;
+mod edit_file;
+mod exec_command;
+mod kill_command;
+mod list_dir;
+mod read_file;
+mod search;
+mod write_file;
+mod write_stdin;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::ToolHandler;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::commands::Command;
+use super::{ToolContext, ToolHandler, ToolOutput, workspace};
 
 /// Every standard tool.
 pub fn all() -> Vec<Arc<dyn ToolHandler>> {
-    Vec::new()
+    vec![
+        Arc::new(read_file::ReadFile),
+        Arc::new(write_file::WriteFile),
+        Arc::new(edit_file::EditFile),
+        Arc::new(list_dir::ListDir),
+        Arc::new(search::Search),
+        Arc::new(exec_command::ExecCommand),
+        Arc::new(write_stdin::WriteStdin),
+        Arc::new(await_command::AwaitCommand),
+        Arc::new(kill_command::KillCommand),
+    ]
+}
+
+/// `{"type":"object","properties":…,"required":…,"additionalProperties":false}`.
+fn schema(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// Parses the arguments; on failure, tells the model what went wrong and what is expected.
+fn parse<T: DeserializeOwned>(tool: &dyn ToolHandler, args: Value) -> Result<T, ToolOutput> {
+    serde_json::from_value(args).map_err(|error| {
+        ToolOutput::error(format!(
+            "invalid arguments for {}: {error}. Expected an object matching this schema: {}",
+            tool.name(),
+            tool.parameters()
+        ))
+    })
+}
+
+fn resolve(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolOutput> {
+    workspace::resolve(&ctx.workspace, path).map_err(ToolOutput::error)
+}
+
+/// A resolved path as the model should write it: relative to the workspace.
+fn display(ctx: &ToolContext, path: &Path) -> String {
+    match path.strip_prefix(&ctx.workspace) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Command `id`, if it ran in the calling task's workspace: a command outlives the turn that
+/// started it, and a later task working in the same place may follow it; commands of other
+/// workspaces are not visible.
+fn command(ctx: &ToolContext, id: &str) -> Result<Arc<Command>, ToolOutput> {
+    match ctx.commands.get(id) {
+        Some(command)
+            if command.task_id() == ctx.task_id
+                || command.info().log_path.starts_with(&ctx.workspace) =>
+        {
+            Ok(command)
+        }
+        _ => {
+            let running: Vec<String> = ctx
+                .commands
+                .running_for_task(&ctx.task_id)
+                .into_iter()
+                .map(|info| info.id)
+                .collect();
+            let known = if running.is_empty() {
+                "none".to_owned()
+            } else {
+                running.join(", ")
+            };
+            Err(ToolOutput::error(format!(
+                "unknown command id: {id} (your running commands: {known})"
+            )))
+        }
+    }
+}
+
+/// `status` + log path + output, the shared shape of the command tools' results.
+fn command_report(ctx: &ToolContext, command: &Command, status: &str, output: String) -> String {
+    let log = display(ctx, &command.info().log_path);
+    let output = if output.is_empty() {
+        "(no new output)".to_owned()
+    } else {
+        super::spill::limit(ctx, output)
+    };
+    format!("{status}\nlog: {log}\noutput:\n{output}")
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::Value;
+    use tokio_util::sync::CancellationToken;
+
+    use crate::tools::{CommandRegistry, ToolContext, ToolHandler, ToolOutput};
+
+    /// A context on a fresh, canonical workspace `<tmp>/ws`; `<tmp>/outside` exists beside it.
+    pub fn ctx() -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(dir.path().join("outside/secret.txt"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside"), workspace.join("out")).unwrap();
+        let ctx = ToolContext {
+            workspace,
+            task_id: "task-1".to_owned(),
+            call_id: "call-1".to_owned(),
+            commands: Arc::new(CommandRegistry::new()),
+            cancel: CancellationToken::new(),
+        };
+        (dir, ctx)
+    }
+
+    pub async fn call(tool: &dyn ToolHandler, ctx: &ToolContext, args: Value) -> ToolOutput {
+        tool.handle(ctx, args).await
+    }
+
+    /// Every way out of the workspace that a path argument could take.
+    pub const ESCAPES: [&str; 4] = ["../x", "/etc/passwd", "out/secret.txt", "out/new.txt"];
+
+    /// The first command id (`cmd-` + 12 hex digits) in a result.
+    pub fn command_id(text: &str) -> String {
+        let at = text.find("cmd-").unwrap();
+        text[at..at + 16].to_owned()
+    }
+
+    /// Polls `cond` until it holds or `limit` passes (for conditions with no event to await).
+    pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if cond() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        cond()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_closed_object_schema_and_a_description() {
+        let tools = all();
+        assert_eq!(tools.len(), 9);
+        for tool in tools {
+            let schema = tool.parameters();
+            assert_eq!(schema["type"], "object", "{}", tool.name());
+            assert_eq!(schema["additionalProperties"], false, "{}", tool.name());
+            assert!(schema["required"].is_array(), "{}", tool.name());
+            assert!(tool.description().len() > 40, "{}", tool.name());
+        }
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_explain_what_is_expected() {
+        let (_dir, ctx) = testing::ctx();
+        for tool in all() {
+            let out = testing::call(tool.as_ref(), &ctx, json!({"bogus": 1})).await;
+            assert!(out.is_error, "{}", tool.name());
+            assert!(out.text.contains("invalid arguments for"), "{}", out.text);
+            assert!(out.text.contains("\"properties\""), "{}", out.text);
+        }
+    }
+
+    #[tokio::test]
+    async fn unknown_command_ids_list_the_running_ones() {
+        let (_dir, ctx) = testing::ctx();
+        let error = command(&ctx, "cmd-nope").unwrap_err();
+        assert!(error.is_error);
+        assert!(
+            error
+                .text
+                .contains("unknown command id: cmd-nope (your running commands: none)")
+        );
+    }
 }

@@ -1,0 +1,57 @@
+//! The `lazyboy` entry point: parse, run one command on a single-threaded runtime, exit.
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::commands;
+use crate::connection::Client;
+use crate::daemon_proc;
+use anyhow::Context;
+use clap::Parser;
+use lazyboy_protocol::paths;
+
+/// Runs the CLI with the process's arguments.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("lazyboy: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(error) => {
+            eprintln!("lazyboy: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<i32> {
+    let home = paths::home(cli.home).context("no home directory: set LAZYBOY_HOME")?;
+    let client = Client::new(home);
+    let Some(command) = cli.command else {
+        daemon_proc::ensure_running(&client).await?;
+        return commands::run::repl(&client, cli.json).await;
+    };
+    match command {
+        Command::Daemon(command) => commands::daemon::run(&client, command, cli.json).await,
+        Command::Agent(command) => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::agent::run(&client, command, cli.json).await
+        }
+        Command::Run(args) => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::run::run(&client, args, cli.json).await
+        }
+        Command::Events(args) => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::events::run(&client, args, cli.json).await
+        }
+    }
+}

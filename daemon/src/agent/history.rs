@@ -1,0 +1,162 @@
+//! Rebuilding a task's conversation and state from its events (the checkpoint).
+//!
+//! The event log is the only record: after a restart the loop reads the task's events back
+//! and continues where they end. A call in the last reply without a result is found here;
+//! the driver then records it as `unknown` (it had started) or `skipped` (it had not), and
+//! never runs it again. Pure logic, no IO.
+
+use std::collections::HashSet;
+
+use lazyboy_protocol::{EventBody, PlanStep, ToolCallRecord, ToolStatus};
+
+use super::control;
+use crate::providers::{Message, ToolCall};
+
+/// The note that reminds the model to speak; its presence in the log means "already reminded".
+pub const REMIND_SEND: &str = "You worked on this but have not told the person anything yet. \
+    Use send_message to tell them the outcome (plain reply text is not shown to them).";
+
+/// A task's state as its events describe it.
+#[derive(Debug, Default)]
+pub struct History {
+    pub messages: Vec<Message>,
+    pub plan: Vec<PlanStep>,
+    /// Model rounds so far (one per assistant reply).
+    pub rounds: u64,
+    /// Whether a non-control tool has run in this task.
+    pub acted: bool,
+    /// What `send_message` last said, if anything.
+    pub last_message: Option<String>,
+    pub reminded_to_send: bool,
+    /// Calls of the last reply that have no result yet.
+    pub unanswered: Vec<ToolCallRecord>,
+    /// Calls whose intent was recorded (they may have started).
+    pub started: HashSet<String>,
+    /// Every (call, result) so far, for rebuilding the loop guard.
+    pub results: Vec<(ToolCallRecord, String, ToolStatus)>,
+}
+
+impl History {
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a EventBody>) -> History {
+        let mut history = History::default();
+        let mut calls: Vec<ToolCallRecord> = Vec::new();
+        for event in events {
+            match event {
+                EventBody::TaskCreated { objective, .. } => history.messages.push(Message::User {
+                    text: objective.clone(),
+                }),
+                EventBody::UserMessage { text } => {
+                    history.messages.push(Message::User { text: text.clone() });
+                }
+                EventBody::RuntimeNote { text } => {
+                    if text == REMIND_SEND {
+                        history.reminded_to_send = true;
+                    }
+                    history.messages.push(Message::User {
+                        text: format!("[runtime] {text}"),
+                    });
+                }
+                EventBody::AssistantReply { text, tool_calls } => {
+                    history.rounds += 1;
+                    history.unanswered = tool_calls.clone();
+                    calls.extend(tool_calls.iter().cloned());
+                    history.messages.push(Message::Assistant {
+                        text: text.clone(),
+                        tool_calls: tool_calls
+                            .iter()
+                            .map(|c| ToolCall {
+                                id: c.id.clone(),
+                                name: c.name.clone(),
+                                arguments: c.arguments.clone(),
+                            })
+                            .collect(),
+                    });
+                }
+                EventBody::ToolCall { call_id, .. } => {
+                    history.started.insert(call_id.clone());
+                }
+                EventBody::ToolResult {
+                    call_id,
+                    name,
+                    status,
+                    output,
+                } => {
+                    history.unanswered.retain(|c| &c.id != call_id);
+                    if !control::is_control(name) && *status != ToolStatus::Skipped {
+                        history.acted = true;
+                    }
+                    if let Some(call) = calls.iter().find(|c| &c.id == call_id) {
+                        history
+                            .results
+                            .push((call.clone(), output.clone(), *status));
+                    }
+                    history.messages.push(Message::ToolResult {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        content: output.clone(),
+                        is_error: *status != ToolStatus::Ok,
+                    });
+                }
+                EventBody::PlanUpdated { steps, .. } => history.plan = steps.clone(),
+                EventBody::AgentMessage { text } => history.last_message = Some(text.clone()),
+                EventBody::AgentCreated { .. }
+                | EventBody::AgentDeleted {}
+                | EventBody::TaskState { .. }
+                | EventBody::AssistantDelta { .. }
+                | EventBody::Heartbeat { .. }
+                | EventBody::TaskFinished { .. } => {}
+            }
+        }
+        history
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolCallRecord {
+        ToolCallRecord {
+            id: id.into(),
+            name: "exec_command".into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn finds_unanswered_and_started_calls() {
+        let events = vec![
+            EventBody::TaskCreated {
+                objective: "do it".into(),
+                workspace: "/w".into(),
+            },
+            EventBody::AssistantReply {
+                text: String::new(),
+                tool_calls: vec![call("a"), call("b"), call("c")],
+            },
+            EventBody::ToolCall {
+                call_id: "a".into(),
+                name: "exec_command".into(),
+                arguments: "{}".into(),
+            },
+            EventBody::ToolResult {
+                call_id: "a".into(),
+                name: "exec_command".into(),
+                status: ToolStatus::Ok,
+                output: "fine".into(),
+            },
+            EventBody::ToolCall {
+                call_id: "b".into(),
+                name: "exec_command".into(),
+                arguments: "{}".into(),
+            },
+        ];
+        let history = History::from_events(&events);
+        assert_eq!(history.rounds, 1);
+        assert!(history.acted);
+        let unanswered: Vec<_> = history.unanswered.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(unanswered, ["b", "c"]);
+        assert!(history.started.contains("b") && !history.started.contains("c"));
+        assert_eq!(history.messages.len(), 3);
+    }
+}

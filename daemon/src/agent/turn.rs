@@ -1,0 +1,591 @@
+//! The turn loop: model, tools, model, ... until a verdict.
+//!
+//! Checkpoints: the model's reply (with its calls) is persisted before any call runs; each
+//! call's intent (`tool_call`) is persisted before it runs and its result (`tool_result`)
+//! after. So on recovery every call has exactly one result: the ones that had started get
+//! `unknown`, the ones that had not get `skipped`, and nothing is re-run automatically.
+//!
+//! A daemon shutdown stops the loop where it is without a verdict (the task resumes at the
+//! next start); a stop request cancels the model request or the tool wait, kills the task's
+//! commands, and ends with `cancelled`.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use lazyboy_protocol::{EventBody, TaskState, ToolCallRecord, ToolStatus, Verdict};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Runtime;
+use super::control::{self, ReportBlocked, ReportDone, SendMessage, UpdatePlan};
+use super::fuse::{Fuse, LoopGuard};
+use super::history::{History, REMIND_SEND};
+use super::prompt;
+use crate::providers::{ModelReply, ModelRequest, Provider, ProviderError, ToolDef};
+use crate::store::{StoreError, TaskRow};
+use crate::tools::{ToolContext, ToolKind, ToolOutput};
+
+/// Why the loop stopped without a verdict.
+enum Halt {
+    /// The daemon is shutting down: leave the task to resume later.
+    Shutdown,
+    /// The store failed: nothing more can be recorded.
+    Store(StoreError),
+}
+
+impl From<StoreError> for Halt {
+    fn from(error: StoreError) -> Halt {
+        Halt::Store(error)
+    }
+}
+
+/// Runs `task` to a verdict (or until shutdown).
+pub(super) async fn run(rt: &Arc<Runtime>, task: TaskRow, cancel: CancellationToken) {
+    let mut turn = Turn {
+        rt: rt.clone(),
+        task,
+        cancel,
+        guard: LoopGuard::default(),
+    };
+    match turn.drive().await {
+        Ok((verdict, message)) => {
+            if let Err(error) = rt.store.finish_task(&turn.task, verdict, &message).await {
+                tracing::error!(%error, "cannot record the verdict");
+            }
+            tracing::info!(?verdict, "task finished");
+        }
+        Err(Halt::Shutdown) => tracing::info!("task paused by shutdown"),
+        Err(Halt::Store(error)) => tracing::error!(%error, "task stopped: the store failed"),
+    }
+}
+
+struct Turn {
+    rt: Arc<Runtime>,
+    task: TaskRow,
+    cancel: CancellationToken,
+    guard: LoopGuard,
+}
+
+/// One call of a batch, parsed.
+struct Call {
+    record: ToolCallRecord,
+    args: Result<Value, String>,
+}
+
+/// What a batch ended with.
+enum BatchEnd {
+    Continue,
+    Finish(Verdict, String),
+}
+
+impl Turn {
+    async fn drive(&mut self) -> Result<(Verdict, String), Halt> {
+        let history = self.load_history().await?;
+        for (call, output, status) in &history.results {
+            let kind = self.kind_of(&call.name);
+            self.guard.record(
+                kind,
+                &call.name,
+                &call.arguments,
+                output,
+                *status != ToolStatus::Ok,
+                false,
+            );
+        }
+        // Recovery: answer every call the last reply left without a result.
+        for call in &history.unanswered {
+            let (status, output) = if history.started.contains(&call.id) {
+                (
+                    ToolStatus::Unknown,
+                    "outcome unknown: the daemon stopped while this call was running. It may \
+                     or may not have taken effect; observe the current state before acting \
+                     again, and do not assume it failed."
+                        .to_owned(),
+                )
+            } else {
+                (
+                    ToolStatus::Skipped,
+                    "not run: the daemon stopped before this call started.".to_owned(),
+                )
+            };
+            self.record_result(call, status, output).await?;
+        }
+        self.rt
+            .store
+            .set_task_state(&self.task, TaskState::Running)
+            .await?;
+        let mut history = if history.unanswered.is_empty() {
+            history
+        } else {
+            self.load_history().await?
+        };
+
+        let provider = match self
+            .rt
+            .config
+            .provider_for(self.task.model.as_deref())
+            .and_then(|config| Provider::new(config).map_err(|e| e.to_string()))
+        {
+            Ok(provider) => provider,
+            Err(message) => return Ok((Verdict::Failed, message)),
+        };
+        let workspace = match PathBuf::from(&self.task.workspace).canonicalize() {
+            Ok(path) => path,
+            Err(error) => {
+                return Ok((
+                    Verdict::Failed,
+                    format!(
+                        "the workspace {} is not usable: {error}",
+                        self.task.workspace
+                    ),
+                ));
+            }
+        };
+
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ok(self.cancelled());
+            }
+            if history.rounds >= self.rt.config.max_rounds_total {
+                return Ok((
+                    Verdict::BudgetExhausted,
+                    format!(
+                        "stopped after {} model rounds (LAZYBOY_MAX_ROUNDS_TOTAL); the work is \
+                         not finished",
+                        history.rounds
+                    ),
+                ));
+            }
+            let running = self.rt.commands.running_for_task(&self.task.id);
+            let request = ModelRequest {
+                system: prompt::system(
+                    &self.task.instructions,
+                    &workspace.display().to_string(),
+                    &history.plan,
+                    &running,
+                ),
+                messages: history.messages.clone(),
+                tools: self.tool_defs(),
+            };
+            let reply = match self.ask_model(&provider, &request).await? {
+                Ok(reply) => reply,
+                Err(ProviderError::Cancelled) => return Ok(self.cancelled()),
+                Err(error) => return Ok((Verdict::Failed, error.to_string())),
+            };
+            let calls: Vec<ToolCallRecord> = reply
+                .tool_calls
+                .iter()
+                .map(|c| ToolCallRecord {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect();
+            self.append(EventBody::AssistantReply {
+                text: reply.text.clone(),
+                tool_calls: calls.clone(),
+            })
+            .await?;
+
+            if calls.is_empty() {
+                if history.acted && history.last_message.is_none() && !history.reminded_to_send {
+                    self.append(EventBody::RuntimeNote {
+                        text: REMIND_SEND.to_owned(),
+                    })
+                    .await?;
+                } else {
+                    let message = history
+                        .last_message
+                        .clone()
+                        .unwrap_or_else(|| reply.text.trim().to_owned());
+                    let verdict = if self.rt.commands.running_for_task(&self.task.id).is_empty() {
+                        Verdict::Answer
+                    } else {
+                        Verdict::Waiting
+                    };
+                    return Ok((verdict, message));
+                }
+            } else if let BatchEnd::Finish(verdict, message) =
+                self.run_batch(&calls, &workspace).await?
+            {
+                return Ok((verdict, message));
+            }
+            history = self.load_history().await?;
+        }
+    }
+
+    async fn load_history(&self) -> Result<History, Halt> {
+        let events = self.rt.store.task_history(&self.task.id).await?;
+        Ok(History::from_events(events.iter().map(|(_, body)| body)))
+    }
+
+    fn cancelled(&self) -> (Verdict, String) {
+        self.rt.commands.kill_task(&self.task.id);
+        (Verdict::Cancelled, "stopped by the person".to_owned())
+    }
+
+    fn kind_of(&self, name: &str) -> ToolKind {
+        if control::is_control(name) {
+            return ToolKind::Control;
+        }
+        self.rt
+            .tools
+            .get(name)
+            .map_or(ToolKind::Mutating, |tool| tool.kind())
+    }
+
+    fn tool_defs(&self) -> Vec<ToolDef> {
+        let mut defs: Vec<ToolDef> = self
+            .rt
+            .tools
+            .iter()
+            .map(|tool| ToolDef {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+            })
+            .collect();
+        defs.extend(control::specs());
+        defs
+    }
+
+    async fn append(&self, body: EventBody) -> Result<(), Halt> {
+        self.rt.store.append_to_task(&self.task, &body).await?;
+        Ok(())
+    }
+
+    /// Streams one model request, recording text deltas as they arrive, with heartbeats.
+    async fn ask_model(
+        &self,
+        provider: &Provider,
+        request: &ModelRequest,
+    ) -> Result<Result<ModelReply, ProviderError>, Halt> {
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let store = self.rt.store.clone();
+        let task = self.task.clone();
+        // One writer keeps the deltas in order; it drains before the reply is recorded.
+        let writer = tokio::spawn(async move {
+            while let Some(text) = rx.recv().await {
+                if let Err(error) = store
+                    .append_to_task(&task, &EventBody::AssistantDelta { text })
+                    .await
+                {
+                    tracing::warn!(%error, "cannot record a text delta");
+                }
+            }
+        });
+        let mut on_text = move |text: &str| {
+            if !text.is_empty() {
+                let _ = tx.send(text.to_owned());
+            }
+        };
+        let cancel = self.cancel.clone();
+        let reply = self
+            .with_heartbeat("waiting for the model", async {
+                provider.complete(request, &cancel, &mut on_text).await
+            })
+            .await;
+        drop(on_text);
+        let _ = writer.await;
+        reply
+    }
+
+    /// Runs `fut`, appending a heartbeat every interval while it is pending. Stops early on
+    /// shutdown.
+    async fn with_heartbeat<T>(
+        &self,
+        operation: &str,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, Halt> {
+        let started = Instant::now();
+        let mut beat = crate::bus::idle_interval(self.rt.config.heartbeat);
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            tokio::select! {
+                out = &mut fut => return Ok(out),
+                () = self.rt.shutdown.cancelled() => return Err(Halt::Shutdown),
+                _ = beat.tick() => {
+                    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    self.append(EventBody::Heartbeat { operation: operation.to_owned(), elapsed_ms }).await?;
+                }
+            }
+        }
+    }
+
+    async fn record_result(
+        &self,
+        call: &ToolCallRecord,
+        status: ToolStatus,
+        output: String,
+    ) -> Result<(), Halt> {
+        self.append(EventBody::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            status,
+            output,
+        })
+        .await
+    }
+
+    /// Runs one batch: read-only calls in parallel, everything else alone and in order.
+    async fn run_batch(
+        &mut self,
+        calls: &[ToolCallRecord],
+        workspace: &Path,
+    ) -> Result<BatchEnd, Halt> {
+        let parsed: Vec<Call> = calls
+            .iter()
+            .map(|record| Call {
+                record: record.clone(),
+                args: parse_arguments(&record.arguments),
+            })
+            .collect();
+        let alone_violation = parsed.len() > 1;
+        let mut index = 0;
+        while index < parsed.len() {
+            if self.cancel.is_cancelled() {
+                for call in &parsed[index..] {
+                    self.record_result(
+                        &call.record,
+                        ToolStatus::Skipped,
+                        "not run: the task was stopped".into(),
+                    )
+                    .await?;
+                }
+                return Ok(BatchEnd::Finish(
+                    Verdict::Cancelled,
+                    "stopped by the person".into(),
+                ));
+            }
+            let kind = self.kind_of(&parsed[index].record.name);
+            if kind == ToolKind::ReadOnly {
+                let end = parsed[index..]
+                    .iter()
+                    .position(|c| self.kind_of(&c.record.name) != ToolKind::ReadOnly)
+                    .map_or(parsed.len(), |offset| index + offset);
+                let group = &parsed[index..end];
+                for call in group {
+                    self.append(intent(&call.record)).await?;
+                }
+                let outputs = self
+                    .with_heartbeat(
+                        "running read-only tools",
+                        join_all(group.iter().map(|call| self.run_tool(call, workspace))),
+                    )
+                    .await?;
+                for (call, output) in group.iter().zip(outputs) {
+                    if let Some(end) = self.finish_call(call, kind, output).await? {
+                        return Ok(end);
+                    }
+                }
+                index = end;
+                continue;
+            }
+            let call = &parsed[index];
+            index += 1;
+            if kind == ToolKind::Control {
+                if let Some(end) = self.run_control(call, alone_violation, workspace).await? {
+                    return Ok(end);
+                }
+                continue;
+            }
+            self.append(intent(&call.record)).await?;
+            let operation = format!("running {}", call.record.name);
+            let output = self
+                .with_heartbeat(&operation, self.run_tool(call, workspace))
+                .await?;
+            if let Some(end) = self.finish_call(call, kind, output).await? {
+                return Ok(end);
+            }
+        }
+        Ok(BatchEnd::Continue)
+    }
+
+    async fn run_tool(&self, call: &Call, workspace: &Path) -> ToolOutput {
+        let args = match &call.args {
+            Ok(args) => args.clone(),
+            Err(message) => return ToolOutput::error(message.clone()),
+        };
+        let Some(tool) = self.rt.tools.get(&call.record.name) else {
+            return ToolOutput::error(format!(
+                "there is no tool named {:?}; use one of the tools you were given",
+                call.record.name
+            ));
+        };
+        let ctx = ToolContext {
+            workspace: workspace.to_path_buf(),
+            task_id: self.task.id.clone(),
+            call_id: call.record.id.clone(),
+            commands: self.rt.commands.clone(),
+            cancel: self.cancel.clone(),
+        };
+        tool.handle(&ctx, args).await
+    }
+
+    /// Records a result and applies the loop fuses.
+    async fn finish_call(
+        &mut self,
+        call: &Call,
+        kind: ToolKind,
+        output: ToolOutput,
+    ) -> Result<Option<BatchEnd>, Halt> {
+        let status = if output.is_error {
+            ToolStatus::Error
+        } else {
+            ToolStatus::Ok
+        };
+        let fuse = self.guard.record(
+            kind,
+            &call.record.name,
+            &call.record.arguments,
+            &output.text,
+            output.is_error,
+            output.new_output,
+        );
+        self.record_result(&call.record, status, output.text)
+            .await?;
+        match fuse {
+            Fuse::Continue => Ok(None),
+            Fuse::Remind(text) => {
+                self.append(EventBody::RuntimeNote { text }).await?;
+                Ok(None)
+            }
+            Fuse::Block(reason) => Ok(Some(BatchEnd::Finish(Verdict::Blocked, reason))),
+        }
+    }
+
+    /// Runs a control tool; `Some` when it ends the turn.
+    async fn run_control(
+        &mut self,
+        call: &Call,
+        alone_violation: bool,
+        workspace: &Path,
+    ) -> Result<Option<BatchEnd>, Halt> {
+        let name = call.record.name.as_str();
+        self.append(intent(&call.record)).await?;
+        let args = match &call.args {
+            Ok(args) => args.clone(),
+            Err(message) => {
+                self.record_result(&call.record, ToolStatus::Error, message.clone())
+                    .await?;
+                return Ok(None);
+            }
+        };
+        if control::must_be_alone(name) && alone_violation {
+            self.record_result(
+                &call.record,
+                ToolStatus::Error,
+                format!("{name} must be the only call in its reply; the other calls ran, this one did not. Call it again on its own when you are ready."),
+            )
+            .await?;
+            return Ok(None);
+        }
+        let outcome: Result<(String, Option<BatchEnd>), String> = match name {
+            control::UPDATE_PLAN => match control::parse::<UpdatePlan>(name, args) {
+                Ok(update) => match control::check_plan(&update.plan) {
+                    Ok(()) => {
+                        self.append(EventBody::PlanUpdated {
+                            steps: update.plan,
+                            explanation: update.explanation,
+                        })
+                        .await?;
+                        Ok(("plan updated".into(), None))
+                    }
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            },
+            control::SEND_MESSAGE => match control::parse::<SendMessage>(name, args) {
+                Ok(message) if !message.text.trim().is_empty() => {
+                    self.append(EventBody::AgentMessage { text: message.text })
+                        .await?;
+                    Ok(("sent".into(), None))
+                }
+                Ok(_) => Err("send_message needs a non-empty text".into()),
+                Err(e) => Err(e),
+            },
+            control::REPORT_DONE => match control::parse::<ReportDone>(name, args) {
+                Ok(report) => {
+                    let history = self.load_history().await?;
+                    let running: Vec<String> = self
+                        .rt
+                        .commands
+                        .running_for_task(&self.task.id)
+                        .into_iter()
+                        .map(|c| c.id)
+                        .collect();
+                    match control::check_done(&report, &history.plan, &running, workspace) {
+                        Ok(()) => {
+                            let mut message = report.summary.trim().to_owned();
+                            if !report.files.is_empty() {
+                                message.push_str(&format!("\nFiles: {}", report.files.join(", ")));
+                            }
+                            message.push_str(&format!("\nEvidence: {}", report.evidence.trim()));
+                            Ok((
+                                "accepted".into(),
+                                Some(BatchEnd::Finish(Verdict::Done, message)),
+                            ))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            },
+            control::REPORT_BLOCKED => match control::parse::<ReportBlocked>(name, args) {
+                Ok(report) => {
+                    let mut message = report.reason.trim().to_owned();
+                    if !report.alternatives.is_empty() {
+                        message.push_str(&format!(
+                            "\nAlternatives: {}",
+                            report.alternatives.join("; ")
+                        ));
+                    }
+                    Ok((
+                        "recorded".into(),
+                        Some(BatchEnd::Finish(Verdict::Blocked, message)),
+                    ))
+                }
+                Err(e) => Err(e),
+            },
+            _ => Err(format!("unknown control tool {name}")),
+        };
+        match outcome {
+            Ok((text, end)) => {
+                self.record_result(&call.record, ToolStatus::Ok, text)
+                    .await?;
+                Ok(end)
+            }
+            Err(text) => {
+                self.record_result(&call.record, ToolStatus::Error, text)
+                    .await?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+fn intent(call: &ToolCallRecord) -> EventBody {
+    EventBody::ToolCall {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }
+}
+
+/// The model's arguments as a JSON object, or a message telling it what was wrong.
+fn parse_arguments(raw: &str) -> Result<Value, String> {
+    let raw = if raw.trim().is_empty() { "{}" } else { raw };
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(format!(
+            "the arguments must be a JSON object, got {other}; call the tool again with an object"
+        )),
+        Err(error) => Err(format!(
+            "the arguments are not valid JSON ({error}): {raw}; call the tool again with valid JSON"
+        )),
+    }
+}

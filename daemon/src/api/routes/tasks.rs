@@ -1,0 +1,90 @@
+//! `/api/agents/{name}/tasks` and `/api/tasks/{id}`: hand an agent a job, look at it, stop it,
+//! follow its events.
+
+use std::path::Path;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use lazyboy_protocol::{CreateTask, Task, TaskAccepted};
+
+use super::events::{StreamQuery, resume_point, stream_from};
+use crate::api::AppState;
+use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::store::EventFilter;
+
+pub async fn create(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(request): ApiJson<CreateTask>,
+) -> Result<(StatusCode, Json<TaskAccepted>), ApiError> {
+    if request.objective.trim().is_empty() {
+        return Err(ApiError::bad_request("the objective is empty"));
+    }
+    let workspace = match request.workspace {
+        Some(dir) => {
+            let path = Path::new(&dir);
+            if !path.is_absolute() || !path.is_dir() {
+                return Err(ApiError::bad_request(format!(
+                    "workspace {dir:?} must be an absolute path to an existing directory"
+                )));
+            }
+            dir
+        }
+        None => {
+            // Checked first so an unknown agent is a 404, not a stray directory.
+            state.store.agent(&name).await?;
+            let dir = state.runtime.workspaces.join(&name);
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    format!("cannot create the workspace {}: {e}", dir.display()),
+                )
+            })?;
+            dir.display().to_string()
+        }
+    };
+    let task = state
+        .store
+        .create_task(&name, request.objective.trim(), &workspace)
+        .await?;
+    let accepted = TaskAccepted {
+        task: task.id.clone(),
+        thread: task.thread.clone(),
+    };
+    state.runtime.start(task);
+    Ok((StatusCode::ACCEPTED, Json(accepted)))
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Task>, ApiError> {
+    Ok(Json(state.store.task(&id).await?.into()))
+}
+
+pub async fn stop(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<(StatusCode, Json<Task>), ApiError> {
+    let task = state.store.task(&id).await?;
+    state.runtime.stop(&task.id);
+    Ok((StatusCode::ACCEPTED, Json(task.into())))
+}
+
+pub async fn events(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<StreamQuery>,
+) -> Result<Response, ApiError> {
+    let after = resume_point(&headers, query)?;
+    let task = state.store.task(&id).await?;
+    let filter = EventFilter {
+        task: Some(task.id.into()),
+        ..EventFilter::default()
+    };
+    stream_from(state, after, filter).await
+}

@@ -1,0 +1,170 @@
+//! The `lazyboyd` command line: arguments, logging, the home's lock, listeners and signals;
+//! the serving itself is [`crate::run`]. `main.rs` only calls [`main`].
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::api::guard::Guard;
+use crate::api::listeners::LocalSocket;
+use crate::{Daemon, bus::Bus, home, store::Store};
+use anyhow::Context;
+use clap::Parser;
+use lazyboy_protocol::{DEFAULT_WEB_PORT, paths};
+use tokio_util::sync::CancellationToken;
+
+/// The LazyBoy daemon. Usually started by `lazyboy daemon start`.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// The home directory (database, socket, logs). Default: $LAZYBOY_HOME, else the
+    /// platform data dir.
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Where the dashboard and browser API listen. Default: 127.0.0.1:$LAZYBOY_WEB_PORT
+    /// (8787). A non-loopback address needs a token (LAZYBOY_TOKEN or <home>/token).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Leave the terminal's session (used by `lazyboy daemon start`).
+    #[arg(long)]
+    detach: bool,
+}
+
+/// Runs the daemon with the process's arguments.
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    match start(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("lazyboyd: {error:#}");
+            tracing::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn start(args: Args) -> anyhow::Result<()> {
+    if args.detach {
+        // A new session: closing the terminal that started us sends no SIGHUP here.
+        nix::unistd::setsid().context("setsid")?;
+    }
+    seal_inherited_fds();
+    // Everything the daemon creates (database, socket, logs) is private to the user.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    let home = paths::home(args.home).context("no home directory: set LAZYBOY_HOME")?;
+    home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    let lock = home::lock(&home)?;
+    let _log_guard = crate::telemetry::init(&home, !args.detach);
+
+    let listen = match args.listen {
+        Some(addr) => addr,
+        None => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), web_port()?),
+    };
+    let guard = if listen.ip().is_loopback() {
+        Guard::default()
+    } else {
+        let token = home::token(&home)?.with_context(|| {
+            format!(
+                "refusing to listen on {listen} without a token: set LAZYBOY_TOKEN, or run \
+                 `lazyboy daemon token` to write one to {}",
+                home.join(paths::TOKEN).display()
+            )
+        })?;
+        Guard {
+            token: Some(Arc::from(token)),
+        }
+    };
+
+    let config = crate::config::Config::load(&home)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let store = Store::open(&home.join(paths::DATABASE), Bus::default()).await?;
+        let tcp = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let socket = LocalSocket::bind(&home.join(paths::SOCKET))
+            .with_context(|| format!("cannot bind {}", home.join(paths::SOCKET).display()))?;
+        let shutdown = CancellationToken::new();
+        tokio::spawn(signals(shutdown.clone()));
+        let daemon = Daemon {
+            home: home.clone(),
+            store,
+            config,
+            socket,
+            tcp,
+            guard,
+        };
+        let result = crate::run(daemon, shutdown).await;
+        // The socket file goes with us; the lock is released last.
+        let _ = std::fs::remove_file(home.join(paths::SOCKET));
+        result
+    })?;
+    drop(lock);
+    Ok(())
+}
+
+/// Marks every descriptor this process inherited (beyond stdio) close-on-exec, so that the
+/// commands agents run do not inherit them. (Seen: a build tool's lock file, inherited
+/// through the process that started us, stayed locked for as long as an agent's command
+/// ran.) Runs before any thread or descriptor of our own exists.
+fn seal_inherited_fds() {
+    let dir = if cfg!(target_os = "linux") {
+        "/proc/self/fd"
+    } else {
+        "/dev/fd"
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // The listing's own descriptor is closed by now: only touch ones still open.
+        if std::fs::symlink_metadata(format!("{dir}/{fd}")).is_err() {
+            continue;
+        }
+        #[allow(
+            unsafe_code,
+            reason = "borrowing an inherited raw descriptor to set FD_CLOEXEC"
+        )]
+        // SAFETY: `fd` was just seen open, and nothing else runs yet (no threads), so it
+        // stays open for the duration of this borrow.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let _ = nix::fcntl::fcntl(
+            borrowed,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+    }
+}
+
+fn web_port() -> anyhow::Result<u16> {
+    match std::env::var("LAZYBOY_WEB_PORT") {
+        Ok(port) => port
+            .parse()
+            .with_context(|| format!("LAZYBOY_WEB_PORT={port:?} is not a port number")),
+        Err(_) => Ok(DEFAULT_WEB_PORT),
+    }
+}
+
+/// SIGTERM or SIGINT cancels `shutdown`.
+async fn signals(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,186 @@
+//! Configuration: `<home>/config.toml` (every field optional) plus environment overrides.
+//!
+//! ```toml
+//! default_provider = "local"
+//! max_rounds_total = 5000          # LAZYBOY_MAX_ROUNDS_TOTAL wins
+//! heartbeat_secs = 20
+//!
+//! [providers.local]
+//! wire = "openai"                   # or "anthropic"
+//! base_url = "http://127.0.0.1:11434/v1"
+//! model = "qwen2.5-coder"
+//! api_key_env = "OLLAMA_API_KEY"    # the NAME of the variable holding the key, never the key
+//!
+//! [retry]
+//! max_attempts = 5
+//! base_ms = 500
+//! ```
+//!
+//! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
+//! (`openai`/`anthropic`) define or override the default provider; `OPENAI_API_KEY` and
+//! `ANTHROPIC_API_KEY` are used when nothing else names a key. Keys are read at the moment a
+//! provider is built and never written anywhere.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::providers::{ProviderConfig, RetryPolicy, WireFormat};
+
+/// The file as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub default_provider: Option<String>,
+    pub max_rounds_total: Option<u64>,
+    pub heartbeat_secs: Option<u64>,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderEntry>,
+    #[serde(default)]
+    pub retry: RetrySection,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    pub wire: Option<WireFormat>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySection {
+    pub max_attempts: Option<u32>,
+    pub base_ms: Option<u64>,
+    pub max_ms: Option<u64>,
+}
+
+/// The configuration in force.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub file: ConfigFile,
+    pub max_rounds_total: u64,
+    pub heartbeat: Duration,
+}
+
+/// The hint every "no model" error carries.
+pub const HOW_TO_CONFIGURE: &str = "no model is configured: set LAZYBOY_BASE_URL and \
+    LAZYBOY_MODEL (and LAZYBOY_API_KEY if the server needs one), or OPENAI_API_KEY / \
+    ANTHROPIC_API_KEY, or add a [providers.NAME] entry to config.toml in the LazyBoy home \
+    (see the README)";
+
+impl Config {
+    /// Reads `<home>/config.toml` if present. A malformed file is an error (with its message).
+    pub fn load(home: &Path) -> anyhow::Result<Config> {
+        let path = home.join("config.toml");
+        let file = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
+            Err(e) => return Err(anyhow::anyhow!("{}: {e}", path.display())),
+        };
+        let max_rounds_total = env("LAZYBOY_MAX_ROUNDS_TOTAL")
+            .and_then(|v| v.parse().ok())
+            .or(file.max_rounds_total)
+            .unwrap_or(5000);
+        let heartbeat = Duration::from_secs(file.heartbeat_secs.unwrap_or(20).max(1));
+        Ok(Config {
+            file,
+            max_rounds_total,
+            heartbeat,
+        })
+    }
+
+    /// The provider for an agent whose `model` is `agent_model`: `NAME/MODEL` picks a named
+    /// provider, a bare `MODEL` overrides the default provider's model. Errors say how to
+    /// configure one.
+    pub fn provider_for(&self, agent_model: Option<&str>) -> Result<ProviderConfig, String> {
+        let (named, model_override) = match agent_model {
+            Some(m) => match m.split_once('/') {
+                Some((name, model)) if self.file.providers.contains_key(name) => {
+                    (Some(name.to_owned()), Some(model.to_owned()))
+                }
+                _ => (None, Some(m.to_owned())),
+            },
+            None => (None, None),
+        };
+        let name = named
+            .or_else(|| self.file.default_provider.clone())
+            .or_else(|| self.file.providers.keys().next().cloned());
+        let entry = name.as_ref().and_then(|n| self.file.providers.get(n));
+
+        let base_url = env("LAZYBOY_BASE_URL").or_else(|| entry.and_then(|e| e.base_url.clone()));
+        let wire = env("LAZYBOY_WIRE")
+            .and_then(|w| match w.as_str() {
+                "anthropic" => Some(WireFormat::Anthropic),
+                "openai" => Some(WireFormat::Openai),
+                _ => None,
+            })
+            .or_else(|| entry.and_then(|e| e.wire))
+            .unwrap_or_else(|| match &base_url {
+                Some(url) if url.contains("anthropic") => WireFormat::Anthropic,
+                Some(_) => WireFormat::Openai,
+                None if env("ANTHROPIC_API_KEY").is_some() && env("OPENAI_API_KEY").is_none() => {
+                    WireFormat::Anthropic
+                }
+                None => WireFormat::Openai,
+            });
+        let api_key = env("LAZYBOY_API_KEY")
+            .or_else(|| entry.and_then(|e| e.api_key_env.as_deref()).and_then(env))
+            .or_else(|| match wire {
+                WireFormat::Openai => env("OPENAI_API_KEY"),
+                WireFormat::Anthropic => env("ANTHROPIC_API_KEY"),
+            });
+        let base_url = match (base_url, &api_key, wire) {
+            (Some(url), _, _) => url,
+            (None, Some(_), WireFormat::Openai) => "https://api.openai.com/v1".to_owned(),
+            (None, Some(_), WireFormat::Anthropic) => "https://api.anthropic.com".to_owned(),
+            (None, None, _) => return Err(HOW_TO_CONFIGURE.to_owned()),
+        };
+        let model = model_override
+            .or_else(|| env("LAZYBOY_MODEL"))
+            .or_else(|| entry.and_then(|e| e.model.clone()))
+            .ok_or_else(|| {
+                format!("no model name for {base_url}: set LAZYBOY_MODEL or a provider's `model`")
+            })?;
+        let defaults = RetryPolicy::default();
+        let retry = RetryPolicy {
+            max_attempts: self
+                .file
+                .retry
+                .max_attempts
+                .unwrap_or(defaults.max_attempts)
+                .max(1),
+            base_delay: self
+                .file
+                .retry
+                .base_ms
+                .map_or(defaults.base_delay, Duration::from_millis),
+            max_delay: self
+                .file
+                .retry
+                .max_ms
+                .map_or(defaults.max_delay, Duration::from_millis),
+            empty_reply_retries: defaults.empty_reply_retries,
+        };
+        Ok(ProviderConfig {
+            name: name.unwrap_or_else(|| "env".to_owned()),
+            wire,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+            model,
+            retry,
+            connect_timeout: Duration::from_secs(15),
+            request_timeout: Duration::from_secs(180),
+        })
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}

@@ -1,0 +1,245 @@
+//! Tasks: rows for their current state, events for their history.
+//!
+//! A task's row (state, verdict, final message) is a summary that every state change updates
+//! in the same transaction as the event recording it, so the two never disagree.
+
+use lazyboy_protocol::{EventBody, Task, TaskState, Verdict};
+use sqlx::Connection;
+
+use super::events::{LiveEvent, Target, insert};
+use super::{Store, StoreError, now_ms};
+
+/// A task, with what the runtime needs to append to it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TaskRow {
+    pub id: String,
+    pub agent_id: i64,
+    pub agent: String,
+    pub instructions: String,
+    pub model: Option<String>,
+    pub thread: String,
+    pub objective: String,
+    pub workspace: String,
+    pub state: String,
+    pub verdict: Option<String>,
+    pub final_message: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl TaskRow {
+    pub fn state(&self) -> TaskState {
+        TaskState::parse(&self.state).unwrap_or(TaskState::Failed)
+    }
+
+    fn target(&self) -> Target<'_> {
+        Target {
+            agent_id: self.agent_id,
+            agent: &self.agent,
+            thread: &self.thread,
+            task: Some(&self.id),
+        }
+    }
+}
+
+impl From<TaskRow> for Task {
+    fn from(row: TaskRow) -> Task {
+        Task {
+            state: row.state(),
+            verdict: row
+                .verdict
+                .as_deref()
+                .and_then(|v| serde_json::from_value(serde_json::Value::String(v.into())).ok()),
+            id: row.id,
+            agent: row.agent,
+            thread: row.thread,
+            objective: row.objective,
+            workspace: row.workspace,
+            final_message: row.final_message,
+            created_at_ms: row.created_at_ms,
+            updated_at_ms: row.updated_at_ms,
+        }
+    }
+}
+
+const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, a.model, \
+                           t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
+                           t.final_message, t.created_at_ms, t.updated_at_ms \
+                           FROM tasks t JOIN agents a ON a.id = t.agent_id";
+
+fn verdict_str(verdict: Verdict) -> String {
+    match serde_json::to_value(verdict) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+impl Store {
+    /// Creates a task for the live agent `agent` in its own thread, and logs `task_created`.
+    pub async fn create_task(
+        &self,
+        agent: &str,
+        objective: &str,
+        workspace: &str,
+    ) -> Result<TaskRow, StoreError> {
+        let mut writer = self.inner.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
+            "SELECT id, instructions, model FROM agents WHERE name = ? AND deleted_at_ms IS NULL",
+        )
+        .bind(agent)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let (agent_id, instructions, model) =
+            found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
+        let now = now_ms();
+        let id = format!("t-{}", uuid::Uuid::now_v7().simple());
+        let thread = uuid::Uuid::now_v7().to_string();
+        sqlx::query(
+            "INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES (?, ?, 'task', ?)",
+        )
+        .bind(&thread)
+        .bind(agent_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO tasks (id, agent_id, thread_id, objective, workspace, state, \
+             created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
+        )
+        .bind(&id)
+        .bind(agent_id)
+        .bind(&thread)
+        .bind(objective)
+        .bind(workspace)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let row = TaskRow {
+            id,
+            agent_id,
+            agent: agent.to_owned(),
+            instructions,
+            model,
+            thread,
+            objective: objective.to_owned(),
+            workspace: workspace.to_owned(),
+            state: TaskState::Queued.as_str().to_owned(),
+            verdict: None,
+            final_message: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        let body = EventBody::TaskCreated {
+            objective: objective.to_owned(),
+            workspace: workspace.to_owned(),
+        };
+        let event = insert(&mut tx, &row.target(), &body).await?;
+        tx.commit().await?;
+        self.inner.bus.publish(event);
+        Ok(row)
+    }
+
+    /// The task with this id.
+    pub async fn task(&self, id: &str) -> Result<TaskRow, StoreError> {
+        let sql = format!("{SELECT_TASK} WHERE t.id = ?");
+        sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.inner.reader)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchTask(id.to_owned()))
+    }
+
+    /// Tasks in any of `states`, oldest first.
+    pub async fn tasks_in(&self, states: &[TaskState]) -> Result<Vec<TaskRow>, StoreError> {
+        let names: Vec<String> = states.iter().map(|s| format!("'{}'", s.as_str())).collect();
+        let sql = format!(
+            "{SELECT_TASK} WHERE t.state IN ({}) ORDER BY t.created_at_ms, t.id",
+            names.join(",")
+        );
+        Ok(sqlx::query_as(&sql).fetch_all(&self.inner.reader).await?)
+    }
+
+    /// Every event of a task, in order, as typed bodies (unknown kinds are skipped).
+    pub async fn task_history(&self, id: &str) -> Result<Vec<(i64, EventBody)>, StoreError> {
+        let rows: Vec<(i64, String, String)> =
+            sqlx::query_as("SELECT seq, kind, data FROM events WHERE task_id = ? ORDER BY seq")
+                .bind(id)
+                .fetch_all(&self.inner.reader)
+                .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(seq, kind, data)| {
+                let data = serde_json::from_str(&data).ok()?;
+                Some((seq, EventBody::from_parts(&kind, data)?))
+            })
+            .collect())
+    }
+
+    /// Appends an event to the task's thread.
+    pub async fn append_to_task(
+        &self,
+        task: &TaskRow,
+        body: &EventBody,
+    ) -> Result<LiveEvent, StoreError> {
+        let mut writer = self.inner.writer.lock().await;
+        let event = insert(&mut writer, &task.target(), body).await?;
+        self.inner.bus.publish(event.clone());
+        Ok(event)
+    }
+
+    /// Moves the task to `state`, logging `task_state`.
+    pub async fn set_task_state(&self, task: &TaskRow, state: TaskState) -> Result<(), StoreError> {
+        self.update_task(task, state, None, None, &EventBody::TaskState { state })
+            .await
+    }
+
+    /// Ends the task's turn with `verdict`, logging `task_finished`.
+    pub async fn finish_task(
+        &self,
+        task: &TaskRow,
+        verdict: Verdict,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        let body = EventBody::TaskFinished {
+            verdict,
+            message: message.to_owned(),
+        };
+        self.update_task(
+            task,
+            verdict.final_state(),
+            Some(verdict),
+            Some(message),
+            &body,
+        )
+        .await
+    }
+
+    async fn update_task(
+        &self,
+        task: &TaskRow,
+        state: TaskState,
+        verdict: Option<Verdict>,
+        message: Option<&str>,
+        body: &EventBody,
+    ) -> Result<(), StoreError> {
+        let mut writer = self.inner.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        sqlx::query(
+            "UPDATE tasks SET state = ?, verdict = ?, final_message = COALESCE(?, final_message), \
+             updated_at_ms = ? WHERE id = ?",
+        )
+        .bind(state.as_str())
+        .bind(verdict.map(verdict_str))
+        .bind(message)
+        .bind(now_ms())
+        .bind(&task.id)
+        .execute(&mut *tx)
+        .await?;
+        let event = insert(&mut tx, &task.target(), body).await?;
+        tx.commit().await?;
+        self.inner.bus.publish(event);
+        Ok(())
+    }
+}

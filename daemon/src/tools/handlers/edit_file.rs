@@ -1,0 +1,199 @@
+//! `edit_file`: replaces one exact occurrence of a text in a file. Mutating. The text must
+//! match exactly once, so an edit never lands somewhere the model did not mean.
+
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{display, parse, resolve, schema};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput};
+
+pub struct EditFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    old: String,
+    new: String,
+}
+
+impl ToolHandler for EditFile {
+    fn name(&self) -> &'static str {
+        "edit_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Replace one exact occurrence of `old` with `new` in a file. `old` must match the file \
+         exactly once, whitespace and indentation included (copy it from read_file output \
+         without the line numbers); add surrounding lines to make it unique."
+    }
+
+    fn parameters(&self) -> Value {
+        schema(
+            json!({
+                "path": {"type": "string", "description": "File path, relative to the workspace."},
+                "old": {"type": "string", "description": "The exact text to replace; must occur exactly once."},
+                "new": {"type": "string", "description": "The replacement text."},
+            }),
+            &["path", "old", "new"],
+        )
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Mutating
+    }
+
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: Args = match parse(self, args) {
+                Ok(args) => args,
+                Err(out) => return out,
+            };
+            let path = match resolve(ctx, &args.path) {
+                Ok(path) => path,
+                Err(out) => return out,
+            };
+            let shown = display(ctx, &path);
+            if args.old.is_empty() {
+                return ToolOutput::error("`old` is empty; give the exact text to replace");
+            }
+            let text = match tokio::fs::read_to_string(&path).await {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return ToolOutput::error(format!(
+                        "no such file: {shown} (use write_file to create it)"
+                    ));
+                }
+                Err(e) => return ToolOutput::error(format!("cannot read {shown} as text: {e}")),
+            };
+            let mut found = text.match_indices(&args.old);
+            let (at, more) = (found.next(), found.count());
+            let at = match (at, more) {
+                (Some((at, _)), 0) => at,
+                (None, _) => {
+                    return ToolOutput::error(format!(
+                        "`old` was not found in {shown} (0 matches); read the file and copy the \
+                         exact text, whitespace included"
+                    ));
+                }
+                (Some(_), more) => {
+                    return ToolOutput::error(format!(
+                        "`old` matches {} times in {shown}; it must match exactly once: include \
+                         more surrounding lines",
+                        more + 1
+                    ));
+                }
+            };
+            let edited = format!(
+                "{}{}{}",
+                &text[..at],
+                args.new,
+                &text[at + args.old.len()..]
+            );
+            if let Err(e) = tokio::fs::write(&path, edited).await {
+                return ToolOutput::error(format!("cannot write {shown}: {e}"));
+            }
+            let line = text[..at].matches('\n').count() + 1;
+            ToolOutput::ok(format!(
+                "edited {shown}: replaced 1 occurrence at line {line}"
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::handlers::testing::{ESCAPES, call, ctx};
+
+    #[tokio::test]
+    async fn replaces_the_single_match() {
+        let (_dir, ctx) = ctx();
+        std::fs::write(ctx.workspace.join("f.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+        let args = json!({"path": "f.rs", "old": "fn b() {}", "new": "fn c() {}"});
+        let out = call(&EditFile, &ctx, args).await;
+        assert_eq!(out.text, "edited f.rs: replaced 1 occurrence at line 2");
+        assert!(!out.is_error);
+        let text = std::fs::read_to_string(ctx.workspace.join("f.rs")).unwrap();
+        assert_eq!(text, "fn a() {}\nfn c() {}\n");
+    }
+
+    #[tokio::test]
+    async fn zero_or_several_matches_say_how_many() {
+        let (_dir, ctx) = ctx();
+        std::fs::write(ctx.workspace.join("f.txt"), "x\nx\n").unwrap();
+        let out = call(
+            &EditFile,
+            &ctx,
+            json!({"path": "f.txt", "old": "y", "new": "z"}),
+        )
+        .await;
+        assert!(
+            out.is_error && out.text.contains("(0 matches)"),
+            "{}",
+            out.text
+        );
+        let out = call(
+            &EditFile,
+            &ctx,
+            json!({"path": "f.txt", "old": "x", "new": "z"}),
+        )
+        .await;
+        assert!(
+            out.is_error && out.text.contains("matches 2 times"),
+            "{}",
+            out.text
+        );
+        assert_eq!(
+            std::fs::read_to_string(ctx.workspace.join("f.txt")).unwrap(),
+            "x\nx\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_file_and_empty_old_are_errors() {
+        let (_dir, ctx) = ctx();
+        let out = call(
+            &EditFile,
+            &ctx,
+            json!({"path": "no.txt", "old": "a", "new": "b"}),
+        )
+        .await;
+        assert!(
+            out.is_error && out.text.contains("no such file: no.txt"),
+            "{}",
+            out.text
+        );
+        std::fs::write(ctx.workspace.join("f.txt"), "x").unwrap();
+        let out = call(
+            &EditFile,
+            &ctx,
+            json!({"path": "f.txt", "old": "", "new": "b"}),
+        )
+        .await;
+        assert!(
+            out.is_error && out.text.contains("`old` is empty"),
+            "{}",
+            out.text
+        );
+    }
+
+    #[tokio::test]
+    async fn escapes_are_refused() {
+        let (dir, ctx) = ctx();
+        for path in ESCAPES {
+            let args = json!({"path": path, "old": "secret", "new": "pwned"});
+            let out = call(&EditFile, &ctx, args).await;
+            assert!(
+                out.is_error && out.text.contains("workspace"),
+                "{path}: {}",
+                out.text
+            );
+        }
+        let secret = std::fs::read_to_string(dir.path().join("outside/secret.txt")).unwrap();
+        assert_eq!(secret, "secret\n");
+    }
+}
