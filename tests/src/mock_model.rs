@@ -286,6 +286,8 @@ pub struct CapturedRequest {
     pub messages: Vec<SeenMessage>,
     /// The offered tools' names.
     pub tools: Vec<String>,
+    /// When the request was read, just before the reply (and its first delta) is sent.
+    pub received_at: std::time::Instant,
 }
 
 impl CapturedRequest {
@@ -503,6 +505,7 @@ async fn handle(
             .map(str::to_owned)
     };
     let mut captured = CapturedRequest {
+        received_at: std::time::Instant::now(),
         wire,
         path: path.to_owned(),
         authorization: header("authorization"),

@@ -249,7 +249,7 @@ async fn verdicts_and_exit_codes() {
         "send_message",
         json!({"text": "started; it will take a while"}),
     ));
-    mock.push(Reply::text(""));
+    mock.push(Reply::text("ok"));
     let (code, stdout) = run(&daemon, ws.path(), "start the long job").await;
     assert_eq!(code, 0);
     assert_eq!(
@@ -656,7 +656,7 @@ async fn kill_9_during_a_command_gives_unknown_and_never_reruns_it() {
             json!({"text": format!("after recovery I saw: {result}")}),
         )
     });
-    mock.push(Reply::text(""));
+    mock.push(Reply::text("ok"));
     let create = lazyboy_protocol::CreateTask {
         objective: "count once".into(),
         workspace: Some(ws.path().display().to_string()),
@@ -745,5 +745,99 @@ async fn a_command_outlives_its_turn_and_stays_readable() {
     assert!(result.contains("late result"), "{result}");
     let log = std::fs::read_to_string(ws.path().join(format!(".lazyboy-output/{id}.log"))).unwrap();
     assert!(log.contains("late result"));
+    daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_name_the_wait_without_calling_the_model() {
+    let mock = MockModel::start().await;
+    // heartbeat_secs = 1 in the test config.
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    let ws = tempfile::tempdir().unwrap();
+    mock.push(Reply::text("slow answer").delay(Duration::from_millis(2500)));
+    let (code, stdout) = run(&daemon, ws.path(), "think slowly").await;
+    assert_eq!(code, 0);
+    let beats: Vec<(String, u64)> = task_events(&daemon, &task_of(&stdout))
+        .await
+        .into_iter()
+        .filter_map(|e| match e {
+            EventBody::Heartbeat {
+                operation,
+                elapsed_ms,
+            } => Some((operation, elapsed_ms)),
+            _ => None,
+        })
+        .collect();
+    assert!(beats.len() >= 2, "{beats:?}");
+    assert!(beats.iter().all(|(op, _)| op == "waiting for the model"));
+    assert!(beats[1].1 > beats[0].1 && beats[0].1 >= 900, "{beats:?}");
+    assert_eq!(mock.request_count(), 1, "heartbeats never call the model");
+    daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repl_runs_a_task_per_line() {
+    use std::io::Write;
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    let ws = tempfile::tempdir().unwrap();
+    mock.push(Reply::tool_call(
+        "r1",
+        "send_message",
+        json!({"text": "four"}),
+    ));
+    mock.push(Reply::text("ok"));
+    mock.push(Reply::tool_call(
+        "r2",
+        "send_message",
+        json!({"text": "six"}),
+    ));
+    mock.push(Reply::text("ok"));
+    let mut command = daemon.cli();
+    command
+        .current_dir(ws.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "what is 2+2").unwrap();
+    // A line typed while a task runs steers it; the next task starts from an idle prompt.
+    let finished = |n: usize| {
+        let client = daemon.client();
+        move || {
+            let client = client.clone();
+            async move {
+                let page: lazyboy_protocol::EventPage =
+                    client.get("/api/events/page?after=0").await.ok()?;
+                let done = page
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == "task_finished")
+                    .count();
+                (done >= n).then_some(())
+            }
+        }
+    };
+    wait_for(Duration::from_secs(20), "the first task", finished(1)).await;
+    writeln!(stdin, "what is 3+3").unwrap();
+    wait_for(Duration::from_secs(20), "the second task", finished(2)).await;
+    drop(stdin);
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let four = stdout.find("four").expect("first answer");
+    let six = stdout.find("six").expect("second answer");
+    assert!(four < six, "{stdout}");
+    assert_eq!(
+        mock.request_count(),
+        4,
+        "{:#?}",
+        mock.requests()
+            .iter()
+            .map(|r| r.messages.clone())
+            .collect::<Vec<_>>()
+    );
     daemon.stop();
 }
