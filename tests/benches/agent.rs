@@ -137,7 +137,6 @@ async fn run() {
             .unwrap();
         child.wait().unwrap();
         latencies.push(printed.saturating_duration_since(requested));
-        let _ = marker;
     }
     rows.push((
         format!(
@@ -171,15 +170,15 @@ async fn run_cli(daemon: &TestDaemon, workspace: &std::path::Path) -> (Duration,
         let mut peak = 0;
         // Sample the CLI's high-water mark until it exits.
         loop {
-            if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-                if let Some(kib) = status
-                    .lines()
-                    .find(|l| l.starts_with("VmHWM:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                {
-                    peak = peak.max(kib);
-                }
-            }
+            let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|status| {
+                    status
+                        .lines()
+                        .find(|l| l.starts_with("VmHWM:"))
+                        .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                });
+            peak = peak.max(hwm.unwrap_or(0));
             if let Some(status) = child.try_wait().unwrap() {
                 assert!(status.success(), "{status}");
                 return (started.elapsed(), peak);
