@@ -841,3 +841,58 @@ async fn the_repl_runs_a_task_per_line() {
     );
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_environment_configures_a_model_and_keeps_the_key_secret() {
+    let mock = MockModel::start().await;
+    let base_url = mock.openai_base_url();
+    let daemon = TestDaemon::start_with(
+        "",
+        &[
+            ("LAZYBOY_BASE_URL", base_url.as_str()),
+            ("LAZYBOY_MODEL", "some-model"),
+            ("LAZYBOY_API_KEY", "sk-very-secret-123"),
+        ],
+    )
+    .await;
+    let ws = tempfile::tempdir().unwrap();
+    mock.push(Reply::text("hello from the env-configured model"));
+    let (code, stdout) = run(&daemon, ws.path(), "say hello").await;
+    assert_eq!(code, 0, "{stdout}");
+    let request = mock.last_request().unwrap();
+    assert_eq!(request.model, "some-model");
+    assert_eq!(
+        request.authorization.as_deref(),
+        Some("Bearer sk-very-secret-123")
+    );
+    // The key reaches the provider and nothing else: not the database, not the logs.
+    let files = [
+        "lazyboy.db",
+        "lazyboy.db-wal",
+        "logs/lazyboyd.log",
+        "daemon-stderr.log",
+    ];
+    let mut checked = 0;
+    for file in files {
+        let Ok(bytes) = std::fs::read(daemon.home().join(file)) else {
+            continue;
+        };
+        checked += bytes.len();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("sk-very-secret-123"),
+            "the key leaked into {file}"
+        );
+        assert!(
+            !text.contains("sk-very"),
+            "part of the key leaked into {file}"
+        );
+    }
+    let log = std::fs::read_to_string(daemon.home().join("logs/lazyboyd.log")).unwrap();
+    assert!(log.contains("lazyboyd ready"), "the log was read: {log}");
+    assert!(
+        checked > 10_000,
+        "the database and logs were read ({checked} bytes)"
+    );
+    daemon.stop();
+}
