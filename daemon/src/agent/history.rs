@@ -34,80 +34,86 @@ pub struct History {
     pub started: HashSet<String>,
     /// Every (call, result) so far, for rebuilding the loop guard.
     pub results: Vec<(ToolCallRecord, String, ToolStatus)>,
+    /// Every call made so far, to pair results with their arguments.
+    calls: Vec<ToolCallRecord>,
+    /// The last event folded in; the next read starts after it.
+    pub last_seq: i64,
 }
 
 impl History {
     pub fn from_events<'a>(events: impl IntoIterator<Item = &'a EventBody>) -> History {
         let mut history = History::default();
-        let mut calls: Vec<ToolCallRecord> = Vec::new();
         for event in events {
-            match event {
-                EventBody::TaskCreated { objective, .. } => history.messages.push(Message::User {
-                    text: objective.clone(),
-                }),
-                EventBody::UserMessage { text } => {
-                    history.messages.push(Message::User { text: text.clone() });
-                }
-                EventBody::RuntimeNote { text } => {
-                    if text == REMIND_SEND {
-                        history.reminded_to_send = true;
-                    }
-                    history.messages.push(Message::User {
-                        text: format!("[runtime] {text}"),
-                    });
-                }
-                EventBody::AssistantReply { text, tool_calls } => {
-                    history.rounds += 1;
-                    history.unanswered = tool_calls.clone();
-                    calls.extend(tool_calls.iter().cloned());
-                    history.messages.push(Message::Assistant {
-                        text: text.clone(),
-                        tool_calls: tool_calls
-                            .iter()
-                            .map(|c| ToolCall {
-                                id: c.id.clone(),
-                                name: c.name.clone(),
-                                arguments: c.arguments.clone(),
-                            })
-                            .collect(),
-                    });
-                }
-                EventBody::ToolCall { call_id, .. } => {
-                    history.started.insert(call_id.clone());
-                }
-                EventBody::ToolResult {
-                    call_id,
-                    name,
-                    status,
-                    output,
-                } => {
-                    history.unanswered.retain(|c| &c.id != call_id);
-                    if !control::is_control(name) && *status != ToolStatus::Skipped {
-                        history.acted = true;
-                    }
-                    if let Some(call) = calls.iter().find(|c| &c.id == call_id) {
-                        history
-                            .results
-                            .push((call.clone(), output.clone(), *status));
-                    }
-                    history.messages.push(Message::ToolResult {
-                        call_id: call_id.clone(),
-                        name: name.clone(),
-                        content: output.clone(),
-                        is_error: *status != ToolStatus::Ok,
-                    });
-                }
-                EventBody::PlanUpdated { steps, .. } => history.plan = steps.clone(),
-                EventBody::AgentMessage { text } => history.last_message = Some(text.clone()),
-                EventBody::AgentCreated { .. }
-                | EventBody::AgentDeleted {}
-                | EventBody::TaskState { .. }
-                | EventBody::AssistantDelta { .. }
-                | EventBody::Heartbeat { .. }
-                | EventBody::TaskFinished { .. } => {}
-            }
+            history.apply(event);
         }
         history
+    }
+
+    /// Folds one more event (in log order) into the history.
+    pub fn apply(&mut self, event: &EventBody) {
+        match event {
+            EventBody::TaskCreated { objective, .. } => self.messages.push(Message::User {
+                text: objective.clone(),
+            }),
+            EventBody::UserMessage { text } => {
+                self.messages.push(Message::User { text: text.clone() });
+            }
+            EventBody::RuntimeNote { text } => {
+                if text == REMIND_SEND {
+                    self.reminded_to_send = true;
+                }
+                self.messages.push(Message::User {
+                    text: format!("[runtime] {text}"),
+                });
+            }
+            EventBody::AssistantReply { text, tool_calls } => {
+                self.rounds += 1;
+                self.unanswered = tool_calls.clone();
+                self.calls.extend(tool_calls.iter().cloned());
+                self.messages.push(Message::Assistant {
+                    text: text.clone(),
+                    tool_calls: tool_calls
+                        .iter()
+                        .map(|c| ToolCall {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        })
+                        .collect(),
+                });
+            }
+            EventBody::ToolCall { call_id, .. } => {
+                self.started.insert(call_id.clone());
+            }
+            EventBody::ToolResult {
+                call_id,
+                name,
+                status,
+                output,
+            } => {
+                self.unanswered.retain(|c| &c.id != call_id);
+                if !control::is_control(name) && *status != ToolStatus::Skipped {
+                    self.acted = true;
+                }
+                if let Some(call) = self.calls.iter().find(|c| &c.id == call_id) {
+                    self.results.push((call.clone(), output.clone(), *status));
+                }
+                self.messages.push(Message::ToolResult {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content: output.clone(),
+                    is_error: *status != ToolStatus::Ok,
+                });
+            }
+            EventBody::PlanUpdated { steps, .. } => self.plan = steps.clone(),
+            EventBody::AgentMessage { text } => self.last_message = Some(text.clone()),
+            EventBody::AgentCreated { .. }
+            | EventBody::AgentDeleted {}
+            | EventBody::TaskState { .. }
+            | EventBody::AssistantDelta { .. }
+            | EventBody::Heartbeat { .. }
+            | EventBody::TaskFinished { .. } => {}
+        }
     }
 }
 

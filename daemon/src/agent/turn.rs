@@ -118,11 +118,8 @@ impl Turn {
             .store
             .set_task_state(&self.task, TaskState::Running)
             .await?;
-        let mut history = if history.unanswered.is_empty() {
-            history
-        } else {
-            self.load_history().await?
-        };
+        let mut history = history;
+        self.catch_up(&mut history).await?;
 
         let provider = match self
             .rt
@@ -214,13 +211,28 @@ impl Turn {
             {
                 return Ok((verdict, message));
             }
-            history = self.load_history().await?;
+            self.catch_up(&mut history).await?;
         }
     }
 
     async fn load_history(&self) -> Result<History, Halt> {
-        let events = self.rt.store.task_history(&self.task.id).await?;
-        Ok(History::from_events(events.iter().map(|(_, body)| body)))
+        let mut history = History::default();
+        self.catch_up(&mut history).await?;
+        Ok(history)
+    }
+
+    /// Folds the task's events recorded since `history` was last brought up to date.
+    async fn catch_up(&self, history: &mut History) -> Result<(), Halt> {
+        let events = self
+            .rt
+            .store
+            .task_history_after(&self.task.id, history.last_seq)
+            .await?;
+        for (seq, body) in &events {
+            history.apply(body);
+            history.last_seq = *seq;
+        }
+        Ok(())
     }
 
     fn cancelled(&self) -> (Verdict, String) {

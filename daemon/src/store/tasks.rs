@@ -163,11 +163,24 @@ impl Store {
 
     /// Every event of a task, in order, as typed bodies (unknown kinds are skipped).
     pub async fn task_history(&self, id: &str) -> Result<Vec<(i64, EventBody)>, StoreError> {
-        let rows: Vec<(i64, String, String)> =
-            sqlx::query_as("SELECT seq, kind, data FROM events WHERE task_id = ? ORDER BY seq")
-                .bind(id)
-                .fetch_all(&self.inner.reader)
-                .await?;
+        self.task_history_after(id, 0).await
+    }
+
+    /// The task's events after `after`, in order, as typed bodies.
+    pub async fn task_history_after(
+        &self,
+        id: &str,
+        after: i64,
+    ) -> Result<Vec<(i64, EventBody)>, StoreError> {
+        // Deltas are display-only; the conversation is rebuilt from the whole replies.
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, kind, data FROM events WHERE task_id = ? AND seq > ? \
+             AND kind <> 'assistant_delta' ORDER BY seq",
+        )
+        .bind(id)
+        .bind(after)
+        .fetch_all(&self.inner.reader)
+        .await?;
         Ok(rows
             .into_iter()
             .filter_map(|(seq, kind, data)| {
