@@ -49,6 +49,26 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::run::run(&client, args, cli.json).await
         }
+        Command::Ask {
+            agent,
+            objective,
+            workspace,
+        } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tasks::ask(&client, &agent, &objective, workspace, cli.json).await
+        }
+        Command::Tasks { agent, state } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tasks::list(&client, agent.as_deref(), state.as_deref(), cli.json).await
+        }
+        Command::Follow { task } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tasks::follow(&client, &task, cli.json).await
+        }
+        Command::Stop { task } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tasks::stop(&client, &task, cli.json).await
+        }
         Command::Events(args) => {
             daemon_proc::ensure_running(&client).await?;
             commands::events::run(&client, args, cli.json).await

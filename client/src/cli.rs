@@ -32,6 +32,27 @@ pub enum Command {
     /// Hand an agent a task in the current directory and follow it to the end. Exit code:
     /// 0 answer/done/waiting, 1 blocked/budget_exhausted/failed, 130 cancelled (Ctrl-C).
     Run(RunArgs),
+    /// Queue a background task for an agent and return at once with its id.
+    Ask {
+        agent: String,
+        objective: String,
+        /// The directory to work in (default: the agent's workspace under the home).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+    },
+    /// List tasks, newest first.
+    Tasks {
+        #[arg(long)]
+        agent: Option<String>,
+        /// queued, running, waiting_for_human, recovering, done, blocked, failed, cancelled,
+        /// budget_exhausted
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Follow a task live (resuming after disconnects); exits with its verdict's code.
+    Follow { task: String },
+    /// Stop a task (a queued one never starts).
+    Stop { task: String },
 }
 
 #[derive(Debug, Args)]

@@ -41,7 +41,8 @@ pub fn agent_table(agents: &[Agent]) -> String {
     out
 }
 
-fn one_line(text: &str) -> String {
+/// `text` on one line, cut at 120 characters.
+pub fn one_line(text: &str) -> String {
     const MAX: usize = 120;
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > MAX {

@@ -4,6 +4,7 @@
 //! default_provider = "local"
 //! max_rounds_total = 5000          # LAZYBOY_MAX_ROUNDS_TOTAL wins
 //! heartbeat_secs = 20
+//! max_concurrent_tasks = 4         # across agents; each agent runs one task at a time
 //!
 //! [providers.local]
 //! wire = "openai"                   # or "anthropic"
@@ -36,6 +37,8 @@ pub struct ConfigFile {
     pub default_provider: Option<String>,
     pub max_rounds_total: Option<u64>,
     pub heartbeat_secs: Option<u64>,
+    /// Tasks running at once across all agents (each agent runs one at a time).
+    pub max_concurrent_tasks: Option<usize>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
@@ -65,6 +68,7 @@ pub struct Config {
     pub file: ConfigFile,
     pub max_rounds_total: u64,
     pub heartbeat: Duration,
+    pub max_concurrent_tasks: usize,
 }
 
 /// The hint every "no model" error carries.
@@ -89,10 +93,12 @@ impl Config {
             .or(file.max_rounds_total)
             .unwrap_or(5000);
         let heartbeat = Duration::from_secs(file.heartbeat_secs.unwrap_or(20).max(1));
+        let max_concurrent_tasks = file.max_concurrent_tasks.unwrap_or(4).max(1);
         Ok(Config {
             file,
             max_rounds_total,
             heartbeat,
+            max_concurrent_tasks,
         })
     }
 

@@ -77,7 +77,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let socket_server = axum::serve(daemon.socket, api::socket_router(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    match runtime.recover().await {
+    match runtime.start().await {
         Ok(0) => {}
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),
         Err(error) => tracing::error!(%error, "cannot resume tasks"),

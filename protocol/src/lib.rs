@@ -337,6 +337,12 @@ pub struct TaskAccepted {
     pub thread: String,
 }
 
+/// `GET /api/tasks?agent=NAME&state=STATE`: newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TaskList {
+    pub tasks: Vec<Task>,
+}
+
 /// `GET /api/tasks/{id}`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Task {

@@ -4,3 +4,4 @@ pub mod agent;
 pub mod daemon;
 pub mod events;
 pub mod run;
+pub mod tasks;

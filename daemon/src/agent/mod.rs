@@ -1,9 +1,11 @@
-//! Agents at work: the runtime that runs tasks, and the turn loop.
+//! Agents at work: the runtime that schedules and runs tasks, and the turn loop.
 //!
 //! `Runtime` owns the running tasks (one tokio task each, with its own cancellation token)
-//! and starts, stops and recovers them. The loop itself is `turn.rs` (a thin driver over
-//! the store, the provider and the tools); its decisions are plain functions in `fuse.rs`,
-//! `control.rs` and `history.rs`.
+//! and the scheduler: queued tasks start oldest first, at most one per agent and at most
+//! `max_concurrent_tasks` overall. The scheduler wakes when a task is queued or finishes (a
+//! `Notify`), never on a tick. The loop itself is `turn.rs` (a thin driver over the store,
+//! the provider and the tools); its decisions are plain functions in `fuse.rs`, `control.rs`
+//! and `history.rs`.
 
 pub mod control;
 pub mod fuse;
@@ -13,9 +15,10 @@ mod turn;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use lazyboy_protocol::TaskState;
+use lazyboy_protocol::{TaskState, Verdict};
+use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -23,6 +26,12 @@ use tracing::Instrument;
 use crate::config::Config;
 use crate::store::{Store, StoreError, TaskRow};
 use crate::tools::{CommandRegistry, Registry};
+
+/// A task whose loop is running.
+struct Running {
+    agent_id: i64,
+    cancel: CancellationToken,
+}
 
 /// What running tasks share.
 pub struct Runtime {
@@ -32,7 +41,9 @@ pub struct Runtime {
     pub commands: Arc<CommandRegistry>,
     /// Where agents without an explicit workspace work: `<home>/workspaces/<agent>`.
     pub workspaces: PathBuf,
-    running: Mutex<HashMap<String, CancellationToken>>,
+    /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
+    running: Mutex<HashMap<String, Running>>,
+    wake: Notify,
     tracker: TaskTracker,
     /// The daemon's shutdown: loops stop where they are, leaving tasks to resume at the next
     /// start (a shutdown is not a verdict).
@@ -53,71 +64,112 @@ impl Runtime {
             commands: Arc::new(CommandRegistry::new()),
             workspaces,
             running: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
             tracker: TaskTracker::new(),
             shutdown,
         })
     }
 
-    /// Starts the loop of `task` unless it already runs.
-    pub fn start(self: &Arc<Self>, task: TaskRow) {
-        let cancel = CancellationToken::new();
+    /// Tells the scheduler that a task was queued.
+    pub fn enqueue(&self) {
+        self.wake.notify_one();
+    }
+
+    /// At start: tasks that were running or recovering when the daemon died resume from their
+    /// checkpoints (the loop marks in-flight calls `unknown`); then the scheduler starts and
+    /// picks up the queue. Returns how many tasks resumed.
+    pub async fn start(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let interrupted = self
+            .store
+            .tasks_in(&[TaskState::Running, TaskState::Recovering])
+            .await?;
+        let count = interrupted.len();
         {
-            let Ok(mut running) = self.running.lock() else {
-                return;
-            };
-            if running.contains_key(&task.id) {
-                return;
+            let mut running = self.running.lock().await;
+            for task in interrupted {
+                self.store
+                    .set_task_state(&task, TaskState::Recovering)
+                    .await?;
+                self.spawn(&mut running, task);
             }
-            running.insert(task.id.clone(), cancel.clone());
         }
+        let runtime = self.clone();
+        self.tracker.spawn(async move { runtime.schedule().await });
+        Ok(count)
+    }
+
+    /// The scheduler loop.
+    async fn schedule(self: Arc<Self>) {
+        loop {
+            if let Err(error) = self.fill().await {
+                tracing::error!(%error, "scheduler: cannot read the queue");
+            }
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = self.shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    /// Starts queued tasks while the limits allow.
+    async fn fill(self: &Arc<Self>) -> Result<(), StoreError> {
+        let limit = self.config.max_concurrent_tasks;
+        let mut running = self.running.lock().await;
+        if running.len() >= limit || self.shutdown.is_cancelled() {
+            return Ok(());
+        }
+        for task in self.store.tasks_in(&[TaskState::Queued]).await? {
+            if running.len() >= limit {
+                break;
+            }
+            // Oldest first: an agent's later tasks wait behind its running one.
+            if running.values().any(|r| r.agent_id == task.agent_id) {
+                continue;
+            }
+            self.spawn(&mut running, task);
+        }
+        Ok(())
+    }
+
+    fn spawn(self: &Arc<Self>, running: &mut HashMap<String, Running>, task: TaskRow) {
+        let cancel = CancellationToken::new();
+        running.insert(
+            task.id.clone(),
+            Running {
+                agent_id: task.agent_id,
+                cancel: cancel.clone(),
+            },
+        );
         let runtime = self.clone();
         let span = tracing::info_span!("task", task = %task.id, agent = %task.agent);
         self.tracker.spawn(
             async move {
                 let id = task.id.clone();
                 turn::run(&runtime, task, cancel).await;
-                if let Ok(mut running) = runtime.running.lock() {
-                    running.remove(&id);
-                }
+                runtime.running.lock().await.remove(&id);
+                runtime.wake.notify_one();
             }
             .instrument(span),
         );
     }
 
-    /// Cancels a running task; `false` if it was not running.
-    pub fn stop(&self, task_id: &str) -> bool {
-        let token = self
-            .running
-            .lock()
-            .ok()
-            .and_then(|running| running.get(task_id).cloned());
-        match token {
-            Some(token) => {
-                token.cancel();
-                self.commands.kill_task(task_id);
-                true
-            }
-            None => false,
+    /// Stops a task: a running one is cancelled (its loop records `cancelled`), a queued one
+    /// ends `cancelled` without starting. `false` if it had already ended.
+    pub async fn stop(&self, task_id: &str) -> Result<bool, StoreError> {
+        let running = self.running.lock().await;
+        if let Some(task) = running.get(task_id) {
+            task.cancel.cancel();
+            self.commands.kill_task(task_id);
+            return Ok(true);
         }
-    }
-
-    /// At start: every task that was running or recovering when the daemon died resumes
-    /// from its checkpoint (the loop marks in-flight calls `unknown`); queued ones start.
-    pub async fn recover(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let tasks = self
-            .store
-            .tasks_in(&[TaskState::Running, TaskState::Recovering, TaskState::Queued])
-            .await?;
-        let count = tasks.len();
-        for task in tasks {
-            if task.state() != TaskState::Queued {
-                self.store
-                    .set_task_state(&task, TaskState::Recovering)
-                    .await?;
-            }
-            self.start(task);
+        let task = self.store.task(task_id).await?;
+        if task.state() == TaskState::Queued {
+            self.store
+                .finish_task(&task, Verdict::Cancelled, "stopped before it started")
+                .await?;
+            return Ok(true);
         }
-        Ok(count)
+        Ok(false)
     }
 
     /// Stops every loop (without a verdict) and waits for them, then kills their commands.

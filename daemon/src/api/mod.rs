@@ -45,6 +45,7 @@ fn api(state: AppState) -> Router {
         .route("/api/agents/{name}/messages", post(routes::messages::post))
         .route("/api/agents/{name}/events", get(routes::events::agent))
         .route("/api/agents/{name}/tasks", post(routes::tasks::create))
+        .route("/api/tasks", get(routes::tasks::list))
         .route("/api/tasks/{id}", get(routes::tasks::show))
         .route("/api/tasks/{id}/stop", post(routes::tasks::stop))
         .route("/api/tasks/{id}/events", get(routes::tasks::events))

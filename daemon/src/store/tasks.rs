@@ -161,6 +161,25 @@ impl Store {
         Ok(sqlx::query_as(&sql).fetch_all(&self.inner.reader).await?)
     }
 
+    /// Tasks, newest first, optionally of one agent (by name) and in one state.
+    pub async fn list_tasks(
+        &self,
+        agent: Option<&str>,
+        state: Option<TaskState>,
+        limit: u32,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        let sql = format!(
+            "{SELECT_TASK} WHERE (?1 IS NULL OR a.name = ?1) AND (?2 IS NULL OR t.state = ?2) \
+             ORDER BY t.created_at_ms DESC, t.id DESC LIMIT ?3"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(agent)
+            .bind(state.map(TaskState::as_str))
+            .bind(limit)
+            .fetch_all(&self.inner.reader)
+            .await?)
+    }
+
     /// Every event of a task, in order, as typed bodies (unknown kinds are skipped).
     pub async fn task_history(&self, id: &str) -> Result<Vec<(i64, EventBody)>, StoreError> {
         self.task_history_after(id, 0).await

@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use lazyboy_protocol::{CreateTask, Task, TaskAccepted};
+use lazyboy_protocol::{CreateTask, Task, TaskAccepted, TaskList, TaskState};
 
 use super::events::{StreamQuery, resume_point, stream_from};
 use crate::api::AppState;
@@ -54,8 +54,37 @@ pub async fn create(
         task: task.id.clone(),
         thread: task.thread.clone(),
     };
-    state.runtime.start(task);
+    state.runtime.enqueue();
     Ok((StatusCode::ACCEPTED, Json(accepted)))
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct ListQuery {
+    agent: Option<String>,
+    state: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /api/tasks?agent=&state=`: newest first.
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<TaskList>, ApiError> {
+    let wanted = match query.state.as_deref() {
+        Some(name) => Some(
+            TaskState::parse(name)
+                .ok_or_else(|| ApiError::bad_request(format!("unknown task state {name:?}")))?,
+        ),
+        None => None,
+    };
+    let limit = query.limit.unwrap_or(200).clamp(1, 10_000);
+    let tasks = state
+        .store
+        .list_tasks(query.agent.as_deref(), wanted, limit)
+        .await?;
+    Ok(Json(TaskList {
+        tasks: tasks.into_iter().map(Task::from).collect(),
+    }))
 }
 
 pub async fn show(
@@ -70,7 +99,8 @@ pub async fn stop(
     ApiPath(id): ApiPath<String>,
 ) -> Result<(StatusCode, Json<Task>), ApiError> {
     let task = state.store.task(&id).await?;
-    state.runtime.stop(&task.id);
+    state.runtime.stop(&task.id).await?;
+    let task = state.store.task(&id).await?;
     Ok((StatusCode::ACCEPTED, Json(task.into())))
 }
 

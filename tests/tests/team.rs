@@ -1,0 +1,154 @@
+//! Background tasks and the scheduler: `lazyboy ask`, `tasks`, `follow`, `stop`; one task per
+//! agent at a time, a global concurrency limit, FIFO per agent.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use lazyboy_protocol::{EventBody, TaskList, TaskState, Verdict};
+use lazyboy_tests::mock_model::{MockModel, Reply};
+use lazyboy_tests::{TestDaemon, add_agent, all_events, model_config, output_of, wait_for};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_agents_three_tasks_each_respect_the_limits() {
+    let mock = MockModel::start().await;
+    mock.set_fallback(Reply::text("ok").delay(Duration::from_millis(100)));
+    // Top-level keys go before the tables.
+    let config = format!(
+        "max_concurrent_tasks = 4\n{}",
+        model_config(&mock, "openai")
+    );
+    let daemon = TestDaemon::start_with(&config, &[]).await;
+    let agents: Vec<String> = (0..20).map(|i| format!("a{i:02}")).collect();
+    for agent in &agents {
+        add_agent(&daemon, agent).await;
+    }
+    let mut created: HashMap<String, Vec<String>> = HashMap::new();
+    for round in 0..3 {
+        for agent in &agents {
+            let mut command = daemon.cli();
+            command.args(["ask", agent, &format!("job {round} for {agent}")]);
+            let output = output_of(command).await;
+            assert!(output.status.success());
+            let id = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+            created.entry(agent.clone()).or_default().push(id);
+        }
+    }
+    let client = daemon.client();
+    wait_for(Duration::from_secs(60), "all 60 tasks done", || {
+        let client = client.clone();
+        async move {
+            let list: TaskList = client.get("/api/tasks?state=done").await.ok()?;
+            (list.tasks.len() == 60).then_some(())
+        }
+    })
+    .await;
+
+    // Replay the log: intervals from `running` to `task_finished`, in seq order.
+    let events = all_events(&daemon, 0).await;
+    let agent_of: HashMap<String, String> = created
+        .iter()
+        .flat_map(|(agent, ids)| ids.iter().map(move |id| (id.clone(), agent.clone())))
+        .collect();
+    let mut open: Vec<String> = Vec::new();
+    let mut started_order: HashMap<String, Vec<String>> = HashMap::new();
+    let mut peak = 0;
+    for event in &events {
+        let Some(task) = &event.task else { continue };
+        match event.body() {
+            Some(EventBody::TaskState {
+                state: TaskState::Running,
+            }) => {
+                let agent = &agent_of[task];
+                assert!(
+                    !open.iter().any(|t| &agent_of[t] == agent),
+                    "two tasks of {agent} ran at once"
+                );
+                open.push(task.clone());
+                peak = peak.max(open.len());
+                started_order
+                    .entry(agent.clone())
+                    .or_default()
+                    .push(task.clone());
+            }
+            Some(EventBody::TaskFinished { verdict, .. }) => {
+                assert_eq!(verdict, Verdict::Answer);
+                open.retain(|t| t != task);
+            }
+            _ => {}
+        }
+        assert!(open.len() <= 4, "more than 4 tasks ran at once");
+    }
+    assert_eq!(peak, 4, "the limit was reached, and never exceeded");
+    for (agent, ids) in &created {
+        assert_eq!(
+            &started_order[agent], ids,
+            "{agent}'s tasks started in the order queued"
+        );
+    }
+    assert_eq!(mock.request_count(), 60);
+    mock.assert_clean();
+
+    // `tasks` lists them; `follow` on a finished task prints it and exits with its code.
+    let mut command = daemon.cli();
+    command.args(["tasks", "--agent", "a03"]);
+    let listed = String::from_utf8(output_of(command).await.stdout).unwrap();
+    assert_eq!(
+        listed.lines().filter(|l| l.contains("a03")).count(),
+        3,
+        "{listed}"
+    );
+    let mut command = daemon.cli();
+    command.args(["follow", &created["a03"][0]]);
+    let followed = output_of(command).await;
+    assert_eq!(followed.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&followed.stdout).contains("[answer]"));
+    daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_queued_task_never_starts() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    add_agent(&daemon, "ops").await;
+    mock.push(Reply::text("slow").delay(Duration::from_millis(1500)));
+    let ask = |objective: &'static str| {
+        let mut command = daemon.cli();
+        command.args(["ask", "ops", objective]);
+        command
+    };
+    let first = String::from_utf8(output_of(ask("first")).await.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let second = String::from_utf8(output_of(ask("second")).await.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let task: lazyboy_protocol::Task = daemon
+        .client()
+        .get(&format!("/api/tasks/{second}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        task.state,
+        TaskState::Queued,
+        "ops is busy with the first task"
+    );
+    let mut command = daemon.cli();
+    command.args(["stop", &second]);
+    assert!(output_of(command).await.status.success());
+    let first_done = lazyboy_tests::wait_task_finished(&daemon, &first).await;
+    assert_eq!(first_done.verdict, Some(Verdict::Answer));
+    let second_done: lazyboy_protocol::Task = daemon
+        .client()
+        .get(&format!("/api/tasks/{second}"))
+        .await
+        .unwrap();
+    assert_eq!(second_done.verdict, Some(Verdict::Cancelled));
+    assert_eq!(
+        mock.request_count(),
+        1,
+        "the stopped task never reached the model"
+    );
+    daemon.stop();
+}
