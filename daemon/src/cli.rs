@@ -51,7 +51,8 @@ fn start(args: Args) -> anyhow::Result<()> {
     }
     seal_inherited_fds();
     // Everything the daemon creates (database, socket, logs) is private to the user.
-    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    crate::tools::set_user_umask(user_umask.bits());
     let home = paths::home(args.home).context("no home directory: set LAZYBOY_HOME")?;
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let lock = home::lock(&home)?;
@@ -77,11 +78,19 @@ fn start(args: Args) -> anyhow::Result<()> {
     };
 
     let config = crate::config::Config::load(&home)?;
+    crate::tools::set_secret_env(
+        config
+            .file
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone())
+            .collect(),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         let store = Store::open(&home.join(paths::DATABASE), Bus::default()).await?;
         let tcp = tokio::net::TcpListener::bind(listen)
             .await
@@ -102,9 +111,11 @@ fn start(args: Args) -> anyhow::Result<()> {
         // The socket file goes with us; the lock is released last.
         let _ = std::fs::remove_file(home.join(paths::SOCKET));
         result
-    })?;
+    });
+    // Blocking work that never ends (a read from a FIFO, say) must not hold up the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     drop(lock);
-    Ok(())
+    result
 }
 
 /// Marks every descriptor this process inherited (beyond stdio) close-on-exec, so that the

@@ -29,6 +29,9 @@ use api::guard::Guard;
 use api::listeners::LocalSocket;
 use store::Store;
 
+/// How long a graceful shutdown waits for open connections to finish.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The daemon's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -82,7 +85,19 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),
         Err(error) => tracing::error!(%error, "cannot resume tasks"),
     }
-    let (tcp_result, socket_result) = tokio::join!(tcp_server, socket_server);
+    let servers = async { tokio::join!(tcp_server, socket_server) };
+    let mut servers = std::pin::pin!(servers);
+    let (tcp_result, socket_result) = tokio::select! {
+        results = &mut servers => results,
+        () = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            // A client that stopped reading keeps its connection open: do not wait for it.
+            tracing::warn!("connections still open after the grace period; closing them");
+            (Ok(()), Ok(()))
+        }
+    };
     tracing::info!("listeners closed; pausing tasks");
     runtime.shutdown().await;
     tracing::info!("closing the database");

@@ -49,6 +49,11 @@ impl History {
         history
     }
 
+    /// Whether a call with this id was made earlier in the task.
+    pub fn has_call(&self, id: &str) -> bool {
+        self.calls.iter().any(|c| c.id == id)
+    }
+
     /// Folds one more event (in log order) into the history.
     pub fn apply(&mut self, event: &EventBody) {
         match event {

@@ -14,8 +14,11 @@ pub mod prompt;
 mod turn;
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use futures_util::FutureExt;
 
 use lazyboy_protocol::{TaskState, Verdict};
 use tokio::sync::{Mutex, Notify};
@@ -145,7 +148,22 @@ impl Runtime {
         self.tracker.spawn(
             async move {
                 let id = task.id.clone();
-                turn::run(&runtime, task, cancel).await;
+                let row = task.clone();
+                // A bug in a tool must not leave the task running forever or its agent stuck.
+                let outcome = AssertUnwindSafe(turn::run(&runtime, task, cancel))
+                    .catch_unwind()
+                    .await;
+                if outcome.is_err() {
+                    tracing::error!("the task's loop panicked");
+                    let message = "internal error: the agent loop crashed; see the daemon log";
+                    if let Err(error) = runtime
+                        .store
+                        .finish_task(&row, Verdict::Failed, message)
+                        .await
+                    {
+                        tracing::error!(%error, "cannot record the failure");
+                    }
+                }
                 runtime.running.lock().await.remove(&id);
                 runtime.wake.notify_one();
             }
@@ -154,12 +172,14 @@ impl Runtime {
     }
 
     /// Stops a task: a running one is cancelled (its loop records `cancelled`), a queued one
-    /// ends `cancelled` without starting. `false` if it had already ended.
+    /// ends `cancelled` without starting, and in every case the commands it started are
+    /// killed (a task that ended `waiting` may still have some). `false` if it had already
+    /// ended.
     pub async fn stop(&self, task_id: &str) -> Result<bool, StoreError> {
         let running = self.running.lock().await;
+        self.commands.kill_task(task_id);
         if let Some(task) = running.get(task_id) {
             task.cancel.cancel();
-            self.commands.kill_task(task_id);
             return Ok(true);
         }
         let task = self.store.task(task_id).await?;

@@ -50,6 +50,7 @@ pub(super) async fn run(rt: &Arc<Runtime>, task: TaskRow, cancel: CancellationTo
         task,
         cancel,
         guard: LoopGuard::default(),
+        reminders: Vec::new(),
     };
     match turn.drive().await {
         Ok((verdict, message)) => {
@@ -68,6 +69,9 @@ struct Turn {
     task: TaskRow,
     cancel: CancellationToken,
     guard: LoopGuard,
+    /// Reminders from the loop guard, told to the model once the whole batch has its results
+    /// (a note between two results of one reply would break the wire format).
+    reminders: Vec<String>,
 }
 
 /// One call of a batch, parsed.
@@ -173,15 +177,22 @@ impl Turn {
                 Err(ProviderError::Cancelled) => return Ok(self.cancelled()),
                 Err(error) => return Ok((Verdict::Failed, error.to_string())),
             };
-            let calls: Vec<ToolCallRecord> = reply
-                .tool_calls
-                .iter()
-                .map(|c| ToolCallRecord {
-                    id: c.id.clone(),
+            // Some servers number calls per reply (call_0, call_1, ...): an id already used in
+            // this task is renamed, so every call has its own result and checkpoint.
+            let mut calls: Vec<ToolCallRecord> = Vec::with_capacity(reply.tool_calls.len());
+            for c in &reply.tool_calls {
+                let mut id = c.id.clone();
+                let mut n = 1;
+                while history.has_call(&id) || calls.iter().any(|other| other.id == id) {
+                    n += 1;
+                    id = format!("{}~{n}", c.id);
+                }
+                calls.push(ToolCallRecord {
+                    id,
                     name: c.name.clone(),
                     arguments: c.arguments.clone(),
-                })
-                .collect();
+                });
+            }
             self.append(EventBody::AssistantReply {
                 text: reply.text.clone(),
                 tool_calls: calls.clone(),
@@ -343,8 +354,39 @@ impl Turn {
         .await
     }
 
-    /// Runs one batch: read-only calls in parallel, everything else alone and in order.
+    /// Runs one batch, then tells the model the guard's reminders. Every call of the batch
+    /// ends with exactly one result: calls after one that ended the turn are `skipped`.
     async fn run_batch(
+        &mut self,
+        calls: &[ToolCallRecord],
+        workspace: &Path,
+    ) -> Result<BatchEnd, Halt> {
+        let end = self.run_calls(calls, workspace).await?;
+        if let BatchEnd::Finish(..) = end {
+            let answered: std::collections::HashSet<String> = self
+                .load_history()
+                .await?
+                .results
+                .iter()
+                .map(|(call, _, _)| call.id.clone())
+                .collect();
+            for call in calls.iter().filter(|c| !answered.contains(&c.id)) {
+                self.record_result(
+                    call,
+                    ToolStatus::Skipped,
+                    "not run: an earlier call in the same reply ended the turn".into(),
+                )
+                .await?;
+            }
+        }
+        for text in std::mem::take(&mut self.reminders) {
+            self.append(EventBody::RuntimeNote { text }).await?;
+        }
+        Ok(end)
+    }
+
+    /// Read-only calls in parallel, everything else alone and in order.
+    async fn run_calls(
         &mut self,
         calls: &[ToolCallRecord],
         workspace: &Path,
@@ -389,10 +431,13 @@ impl Turn {
                         join_all(group.iter().map(|call| self.run_tool(call, workspace))),
                     )
                     .await?;
+                let mut end_of_turn = None;
                 for (call, output) in group.iter().zip(outputs) {
-                    if let Some(end) = self.finish_call(call, kind, output).await? {
-                        return Ok(end);
-                    }
+                    let end = self.finish_call(call, kind, output).await?;
+                    end_of_turn = end_of_turn.or(end);
+                }
+                if let Some(end) = end_of_turn {
+                    return Ok(end);
                 }
                 index = end;
                 continue;
@@ -431,11 +476,18 @@ impl Turn {
         let ctx = ToolContext {
             workspace: workspace.to_path_buf(),
             task_id: self.task.id.clone(),
-            call_id: call.record.id.clone(),
+            // Spill files are named by this; call ids repeat across tasks of one workspace.
+            call_id: format!("{}-{}", self.task.id, call.record.id),
             commands: self.rt.commands.clone(),
             cancel: self.cancel.clone(),
         };
-        tool.handle(&ctx, args).await
+        // A stop must not wait for a tool that does not watch the token itself.
+        tokio::select! {
+            output = tool.handle(&ctx, args) => output,
+            () = self.cancel.cancelled() => ToolOutput::error(
+                "stopped: the task was cancelled while this call ran; its effect is unknown",
+            ),
+        }
     }
 
     /// Records a result and applies the loop fuses.
@@ -463,7 +515,9 @@ impl Turn {
         match fuse {
             Fuse::Continue => Ok(None),
             Fuse::Remind(text) => {
-                self.append(EventBody::RuntimeNote { text }).await?;
+                if !self.reminders.contains(&text) {
+                    self.reminders.push(text);
+                }
                 Ok(None)
             }
             Fuse::Block(reason) => Ok(Some(BatchEnd::Finish(Verdict::Blocked, reason))),

@@ -431,9 +431,17 @@ fn new_id() -> String {
 }
 
 fn spawn(shell: &str, spec: &StartSpec) -> io::Result<Child> {
-    tokio::process::Command::new(shell)
+    let mut command = tokio::process::Command::new(shell);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(super::is_secret_env) {
+            command.env_remove(name);
+        }
+    }
+    // The person's umask, not the daemon's private 077.
+    let script = format!("umask {:03o}\n{}", super::user_umask(), spec.cmd);
+    command
         .arg("-c")
-        .arg(&spec.cmd)
+        .arg(script)
         .current_dir(&spec.workdir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

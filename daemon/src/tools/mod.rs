@@ -23,6 +23,39 @@ use tokio_util::sync::CancellationToken;
 
 pub use commands::CommandRegistry;
 
+/// What the person's own processes would get, recorded at daemon start: the daemon runs
+/// with umask 077 for its private files, but what agents create in a workspace belongs to
+/// the person and gets their usual permissions.
+static USER_UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Environment variables that hold the daemon's secrets (provider keys, the API token):
+/// never passed to the commands agents run, where an `env` would put them in the log.
+static SECRET_ENV: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Records the umask the daemon was started with (call once, at start).
+pub fn set_user_umask(mask: u32) {
+    let _ = USER_UMASK.set(mask & 0o777);
+}
+
+/// The person's umask (022 if never recorded).
+pub fn user_umask() -> u32 {
+    USER_UMASK.get().copied().unwrap_or(0o022)
+}
+
+/// Records extra secret variable names (the config's `api_key_env` entries).
+pub fn set_secret_env(names: Vec<String>) {
+    let _ = SECRET_ENV.set(names);
+}
+
+/// Whether a variable must not reach agents' commands.
+pub fn is_secret_env(name: &str) -> bool {
+    name.starts_with("LAZYBOY_")
+        || matches!(name, "OPENAI_API_KEY" | "ANTHROPIC_API_KEY")
+        || SECRET_ENV
+            .get()
+            .is_some_and(|names| names.iter().any(|n| n == name))
+}
+
 /// How the agent loop may schedule a call, and how the loop fuses count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolKind {

@@ -105,7 +105,7 @@ fn window(shown: &str, text: &str, offset: usize, limit: usize) -> String {
         };
         out.push_str(&format!("{:>6}\t{cut}{more}\n", i + 1));
     }
-    let last = (offset - 1 + limit).min(total);
+    let last = (offset - 1).saturating_add(limit).min(total);
     if last < total {
         out.push_str(&format!(
             "[lines {offset}-{last} of {total}; {} more: call again with offset={}]\n",

@@ -63,7 +63,15 @@ impl ToolHandler for WriteFile {
                 ));
             }
             let existed = path.exists();
-            match tokio::fs::write(&path, args.content.as_bytes()).await {
+            let written = tokio::fs::write(&path, args.content.as_bytes()).await;
+            if written.is_ok() && !existed {
+                // Created under the daemon's umask 077: give it the person's usual mode.
+                use std::os::unix::fs::PermissionsExt;
+                let mode = 0o666 & !crate::tools::user_umask();
+                let _ =
+                    tokio::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).await;
+            }
+            match written {
                 Ok(()) => {
                     let verb = if existed { "replaced" } else { "created" };
                     ToolOutput::ok(format!(
