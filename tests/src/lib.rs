@@ -1,8 +1,8 @@
 //! The test harness: a real `lazyboyd` on a temp home, and helpers that wait on conditions
 //! with deadlines.
 //!
-//! Tests drive the real binaries. The first use in a test process runs `cargo build` for
-//! them (a no-op when fresh), so `cargo test` never exercises a stale daemon.
+//! Tests drive the real entry points, built by cargo as this package's own bins
+//! (`lazyboyd-under-test`, `lazyboy-under-test`), so `cargo test` never runs a stale daemon.
 
 #![allow(
     clippy::unwrap_used,

@@ -338,6 +338,8 @@ struct Shared {
     fallback: Mutex<Reply>,
     requests: Mutex<Vec<CapturedRequest>>,
     violations: Mutex<Vec<String>>,
+    /// Set by tests that send broken conversations on purpose.
+    expect_violations: std::sync::atomic::AtomicBool,
     /// The number of requests captured, for waiting without sleeps.
     count: watch::Sender<usize>,
 }
@@ -357,6 +359,7 @@ impl MockModel {
             fallback: Mutex::new(Reply::text(NO_SCRIPT_LEFT)),
             requests: Mutex::new(Vec::new()),
             violations: Mutex::new(Vec::new()),
+            expect_violations: std::sync::atomic::AtomicBool::new(false),
             count: watch::Sender::new(0),
         });
         let router = Router::new()
@@ -446,6 +449,13 @@ impl MockModel {
         self.requests()
     }
 
+    /// For tests that break the invariants on purpose: do not check them on drop.
+    pub fn expect_violations(&self) {
+        self.shared
+            .expect_violations
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Invariant violations seen so far, each naming its request (1-based).
     pub fn violations(&self) -> Vec<String> {
         self.shared.violations.lock().unwrap().clone()
@@ -463,8 +473,18 @@ impl MockModel {
 }
 
 impl Drop for MockModel {
+    /// Every test that talks to the mock gets its invariants checked, asked or not (unless
+    /// it is already failing, or it opted out for a deliberately broken conversation).
     fn drop(&mut self) {
         self.server.abort();
+        if !std::thread::panicking()
+            && !self
+                .shared
+                .expect_violations
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.assert_clean();
+        }
     }
 }
 

@@ -322,7 +322,7 @@ async fn sigint_to_run_cancels_with_130() {
     mock.push(Reply::tool_call(
         "c1",
         "exec_command",
-        json!({"cmd": "sleep 60; echo never >> late.txt"}),
+        json!({"cmd": "echo $$ > pid.txt; sleep 60; echo never >> late.txt"}),
     ));
     let mut command = daemon.cli();
     command
@@ -331,16 +331,10 @@ async fn sigint_to_run_cancels_with_130() {
     command.stdout(std::process::Stdio::piped());
     let mut child = lazyboy_tests::KillOnDrop(command.spawn().unwrap());
     // Wait until the command is really running, then Ctrl-C the CLI.
+    let pid_file = ws.path().join("pid.txt");
     wait_for(Duration::from_secs(20), "the command to start", || {
-        let daemon_client = daemon.client();
-        async move {
-            let page: lazyboy_protocol::EventPage =
-                daemon_client.get("/api/events/page?after=0").await.ok()?;
-            page.events
-                .iter()
-                .any(|e| e.kind == "tool_call")
-                .then_some(())
-        }
+        let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        std::future::ready(text.ends_with('\n').then_some(()))
     })
     .await;
     nix::sys::signal::kill(
@@ -366,6 +360,21 @@ async fn sigint_to_run_cancels_with_130() {
         1,
         "the interrupted call still got its one result"
     );
+    // The command's process group is gone (it leads its own group: pgid = its pid).
+    let pid: i32 = std::fs::read_to_string(ws.path().join("pid.txt"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_for(
+        Duration::from_secs(10),
+        "the command's group to be killed",
+        || {
+            let gone = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), None).is_err();
+            std::future::ready(gone.then_some(()))
+        },
+    )
+    .await;
     assert!(
         !ws.path().join("late.txt").exists(),
         "the command was killed"
@@ -432,7 +441,8 @@ async fn waits_that_bring_new_output_never_trip_a_fuse() {
     mock.push(Reply::tool_call(
         "start",
         "exec_command",
-        json!({"cmd": "for i in $(seq 1 12); do echo tick $i; sleep 0.15; done", "block_until_ms": 10}),
+        // The same line every time: only "new output" keeps these waits from counting.
+        json!({"cmd": "for i in $(seq 1 12); do echo tick; sleep 0.15; done", "block_until_ms": 10}),
     ));
     // Keep awaiting the same command with the same arguments until it exits.
     let id = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
@@ -623,13 +633,59 @@ async fn a_broken_provider_ends_the_task_failed_with_its_message() {
     assert_eq!(t.verdict, Some(Verdict::Failed));
     assert!(t.final_message.unwrap().contains("upstream exploded"));
     assert_eq!(mock.request_count(), 3, "retried up to max_attempts");
-    // A stream cut off mid-way: a clear outcome, recorded, no panic; the daemon still serves.
-    mock.push(Reply::text("partial answer that never ends").cut_off());
-    mock.set_fallback(Reply::text("recovered"));
+    // A stream cut off mid-way, every time: retried, then failed with a clear message.
+    for _ in 0..3 {
+        mock.push(Reply::text("partial answer that never ends").cut_off());
+    }
     let (code, stdout) = run(&daemon, ws.path(), "again").await;
-    let t = task(&daemon, &task_of(&stdout)).await;
-    assert!(t.verdict.is_some(), "{stdout}");
-    assert!(code == 0 || code == 1);
+    assert_eq!(code, 1);
+    let id = task_of(&stdout);
+    let t = task(&daemon, &id).await;
+    assert_eq!(t.verdict, Some(Verdict::Failed));
+    assert!(
+        t.final_message.as_deref().unwrap().contains("broke off"),
+        "{t:?}"
+    );
+    let events = task_events(&daemon, &id).await;
+    assert!(matches!(
+        events.last(),
+        Some(EventBody::TaskFinished {
+            verdict: Verdict::Failed,
+            ..
+        })
+    ));
+    // Odd but valid streams: id and name repeated in every chunk, explicit nulls, and no
+    // [DONE] at the end. The call is assembled once and the task completes.
+    mock.push(
+        Reply::tool_call(
+            "q1",
+            "write_file",
+            json!({"path": "q.txt", "content": "quirky"}),
+        )
+        .repeat_id_and_name()
+        .explicit_nulls(),
+    );
+    mock.push(Reply::text("all good").no_terminator());
+    let (code, stdout) = run(&daemon, ws.path(), "quirks").await;
+    assert_eq!(code, 0, "{stdout}");
+    let events = task_events(&daemon, &task_of(&stdout)).await;
+    let calls: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::AssistantReply { tool_calls, .. } => Some(tool_calls.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].name.as_str()),
+        ("q1", "write_file")
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("q.txt")).unwrap(),
+        "quirky"
+    );
     daemon
         .client()
         .get::<lazyboy_protocol::Health>("/api/health")
@@ -856,8 +912,24 @@ async fn the_readme_environment_configures_a_model_and_keeps_the_key_secret() {
     )
     .await;
     let ws = tempfile::tempdir().unwrap();
+    mock.push(Reply::tool_call(
+        "env1",
+        "exec_command",
+        json!({"cmd": "env"}),
+    ));
     mock.push(Reply::text("hello from the env-configured model"));
     let (code, stdout) = run(&daemon, ws.path(), "say hello").await;
+    let env = mock
+        .last_request()
+        .unwrap()
+        .tool_result_for("env1")
+        .unwrap()
+        .to_owned();
+    assert!(env.contains("PATH="), "{env}");
+    assert!(
+        !env.contains("sk-very") && !env.contains("LAZYBOY_"),
+        "secrets reached a command: {env}"
+    );
     assert_eq!(code, 0, "{stdout}");
     let request = mock.last_request().unwrap();
     assert_eq!(request.model, "some-model");
@@ -894,5 +966,82 @@ async fn the_readme_environment_configures_a_model_and_keeps_the_key_secret() {
         checked > 10_000,
         "the database and logs were read ({checked} bytes)"
     );
+    daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuses_inside_one_batch_keep_every_call_answered_once() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    let ws = tempfile::tempdir().unwrap();
+    let same = || json!({"cmd": "echo x >> n.txt; echo same"});
+    // Two identical calls in one reply: the reminder comes after both results.
+    mock.push(Reply::tool_calls([
+        call("m1", "exec_command", same()),
+        call("m2", "exec_command", same()),
+    ]));
+    // Then six more in one reply: the sixth identical overall (m6) stops the task; the
+    // rest of the batch is skipped, not left unanswered.
+    mock.push(Reply::tool_calls(
+        (3..=8).map(|i| call(&format!("m{i}"), "exec_command", same())),
+    ));
+    let (code, stdout) = run(&daemon, ws.path(), "repeat").await;
+    assert_eq!(code, 1, "{stdout}");
+    let events = task_events(&daemon, &task_of(&stdout)).await;
+    let results = results(&events);
+    let statuses: Vec<_> = results
+        .iter()
+        .map(|(id, status, _)| (id.as_str(), *status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("m1", ToolStatus::Ok),
+            ("m2", ToolStatus::Ok),
+            ("m3", ToolStatus::Ok),
+            ("m4", ToolStatus::Ok),
+            ("m5", ToolStatus::Ok),
+            ("m6", ToolStatus::Ok),
+            ("m7", ToolStatus::Skipped),
+            ("m8", ToolStatus::Skipped),
+        ]
+    );
+    let runs = std::fs::read_to_string(ws.path().join("n.txt")).unwrap();
+    assert_eq!(runs.lines().count(), 6);
+    // The second request saw both results, then the reminder (the mock checks the order).
+    let second = &mock.requests()[1];
+    assert!(format!("{:?}", second.messages.last().unwrap()).contains("same arguments"));
+    daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_agents_create_get_the_persons_usual_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    let ws = tempfile::tempdir().unwrap();
+    mock.push(Reply::tool_calls([
+        call(
+            "u1",
+            "write_file",
+            json!({"path": "written.txt", "content": "x"}),
+        ),
+        call("u2", "exec_command", json!({"cmd": "touch touched.txt"})),
+    ]));
+    mock.push(Reply::text("ok"));
+    let (code, _) = run(&daemon, ws.path(), "make files").await;
+    assert_eq!(code, 0);
+    // The daemon inherited this process's umask (and tightened its own to 077).
+    let mask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+    nix::sys::stat::umask(mask);
+    let expected = 0o666 & !mask.bits();
+    for file in ["written.txt", "touched.txt"] {
+        let mode = std::fs::metadata(ws.path().join(file))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, expected, "{file}");
+    }
     daemon.stop();
 }

@@ -483,6 +483,7 @@ async fn assistant_tool_calls_are_sent_with_string_content() {
 #[tokio::test]
 async fn the_mock_rejects_null_content_beside_tool_calls() {
     let mock = MockModel::start().await;
+    mock.expect_violations();
     let body = json!({"model": "m", "stream": true, "messages": [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "u"},
@@ -719,6 +720,7 @@ async fn scripted_functions_see_the_request_and_the_fallback_answers_last() {
 async fn the_mock_reports_broken_conversations() {
     for wire in BOTH {
         let mock = MockModel::start().await;
+        mock.expect_violations();
         let call = |id: &str| ToolCall {
             id: id.into(),
             name: "list_dir".into(),

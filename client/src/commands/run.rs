@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use futures_util::StreamExt;
 use hyper::Method;
-use lazyboy_protocol::{CreateTask, EventBody, PostMessage, TaskAccepted};
+use lazyboy_protocol::{CreateTask, EventBody, TaskAccepted};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -26,7 +26,7 @@ pub async fn run(client: &Client, args: RunArgs, json: bool) -> anyhow::Result<i
         None => std::env::current_dir().context("no current directory")?,
     };
     let task = create(client, &args.agent, &args.objective, workspace).await?;
-    follow(client, &task, &args.agent, json, None).await
+    follow(client, &task, json, None).await
 }
 
 /// Creates a task for `agent` working in `workspace`.
@@ -53,12 +53,12 @@ pub async fn create(
     Ok(accepted.task)
 }
 
-/// Follows a task until its verdict. Lines from `input` (the REPL's stdin) steer it, or stop
-/// it when they are `/stop`.
+/// Follows a task until its verdict. A `/stop` line from `input` (the REPL's stdin) stops
+/// it. If the daemon dies meanwhile, it is started again (its recovery resumes the task) and
+/// the stream resumes after the last event seen.
 pub async fn follow(
     client: &Client,
     task: &str,
-    agent: &str,
     json: bool,
     mut input: Option<&mut mpsc::UnboundedReceiver<String>>,
 ) -> anyhow::Result<i32> {
@@ -71,7 +71,11 @@ pub async fn follow(
     loop {
         let stream = match client.events(&path, last).await {
             Ok(stream) => stream,
-            Err(ClientError::NotRunning { .. } | ClientError::Io { .. } | ClientError::Http(_)) => {
+            Err(ClientError::NotRunning { .. }) => {
+                crate::daemon_proc::ensure_running(client).await?;
+                continue;
+            }
+            Err(ClientError::Io { .. } | ClientError::Http(_)) => {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(2));
                 continue;
@@ -100,20 +104,13 @@ pub async fn follow(
                         return Ok(130);
                     }
                     stopping = true;
-                    eprintln!("\nstopping the task (Ctrl-C again to leave it running and exit)");
+                    eprintln!("\nstopping the task (Ctrl-C again to exit without waiting)");
                     stop(client, task).await?;
                 }
                 line = next_line(&mut input) => match line {
                     Some(line) if line.trim() == "/stop" => stop(client, task).await?,
                     Some(line) if !line.trim().is_empty() => {
-                        let message = PostMessage { text: line };
-                        client
-                            .call::<serde_json::Value>(
-                                Method::POST,
-                                &format!("/api/agents/{agent}/messages"),
-                                Some(&message),
-                            )
-                            .await?;
+                        eprintln!("(a task is running: /stop stops it; type the next task when it ends)");
                     }
                     Some(_) => {}
                     None => input = None,
@@ -142,7 +139,7 @@ async fn stop(client: &Client, task: &str) -> anyhow::Result<()> {
 }
 
 /// `lazyboy` with no command: one stdin reader; a line while idle starts a task (default
-/// agent, current directory); while a task runs, `/stop` stops it and other lines steer it.
+/// agent, current directory); while a task runs, `/stop` stops it.
 pub async fn repl(client: &Client, json: bool) -> anyhow::Result<i32> {
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     std::thread::spawn(move || {
@@ -165,7 +162,7 @@ pub async fn repl(client: &Client, json: bool) -> anyhow::Result<i32> {
         }
         let workspace = std::env::current_dir().context("no current directory")?;
         let task = create(client, agent, &line, workspace).await?;
-        code = follow(client, &task, agent, json, Some(&mut rx)).await?;
+        code = follow(client, &task, json, Some(&mut rx)).await?;
     }
     Ok(code)
 }

@@ -100,5 +100,5 @@ pub async fn stop(client: &Client, task: &str, json: bool) -> anyhow::Result<i32
 /// Follows an existing task to its verdict (the same view as `lazyboy run`).
 pub async fn follow(client: &Client, task: &str, json: bool) -> anyhow::Result<i32> {
     let info: Task = client.get(&format!("/api/tasks/{task}")).await?;
-    crate::commands::run::follow(client, &info.id, &info.agent, json, None).await
+    crate::commands::run::follow(client, &info.id, json, None).await
 }
