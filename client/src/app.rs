@@ -69,6 +69,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::stop(&client, &task, cli.json).await
         }
+        Command::Answer { task, text, option } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tasks::answer(&client, &task, text, option, cli.json).await
+        }
         Command::Events(args) => {
             daemon_proc::ensure_running(&client).await?;
             commands::events::run(&client, args, cli.json).await

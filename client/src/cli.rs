@@ -53,6 +53,15 @@ pub enum Command {
     Follow { task: String },
     /// Stop a task (a queued one never starts).
     Stop { task: String },
+    /// Answer a task's question (free text, or --option N); the same task resumes.
+    Answer {
+        task: String,
+        /// The answer, as text.
+        text: Option<String>,
+        /// The number of one of the question's options (1 is the first).
+        #[arg(long)]
+        option: Option<usize>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -143,6 +143,32 @@ impl TaskPrinter {
                 )?;
             }
             EventBody::AgentMessage { text } => writeln!(out, "{}", self.bold(&text))?,
+            EventBody::Question {
+                question,
+                options,
+                takeover,
+                ..
+            } => {
+                match takeover {
+                    Some(reason) => writeln!(
+                        out,
+                        "{}",
+                        self.bold(&format!("? over to you ({reason}): {question}"))
+                    )?,
+                    None => writeln!(out, "{}", self.bold(&format!("? {question}")))?,
+                }
+                for (i, option) in options.iter().enumerate() {
+                    writeln!(out, "  {}. {option}", i + 1)?;
+                }
+                let task = event.task.as_deref().unwrap_or("TASK");
+                writeln!(
+                    out,
+                    "{}",
+                    self.dim(&format!(
+                        "(answer here, or: lazyboy answer {task} \"...\" | --option N)"
+                    ))
+                )?;
+            }
             EventBody::RuntimeNote { text } => {
                 writeln!(
                     out,

@@ -187,6 +187,16 @@ pub enum EventBody {
     },
     /// `send_message`: the agent speaking to the person.
     AgentMessage { text: String },
+    /// The agent asks the person and waits (`request_user_input` / `request_takeover`): the
+    /// task is `waiting_for_human` until `POST /api/tasks/{id}/answer`.
+    Question {
+        call_id: String,
+        question: String,
+        /// Numbered choices (answer with `option`: 1 is the first), or empty for free text.
+        options: Vec<String>,
+        /// For a takeover: login, 2fa, captcha, authorization or other.
+        takeover: Option<String>,
+    },
     /// Something the runtime told the model (a reminder, a recovery note).
     RuntimeNote { text: String },
     /// Still waiting on `operation` after `elapsed_ms`; no model call behind it.
@@ -337,6 +347,17 @@ pub struct TaskAccepted {
     pub thread: String,
 }
 
+/// `POST /api/tasks/{id}/answer`: free text, or the number of one of the question's options
+/// (1 is the first).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerTask {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub option: Option<usize>,
+}
+
 /// `GET /api/tasks?agent=NAME&state=STATE`: newest first.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TaskList {
@@ -374,6 +395,7 @@ impl EventBody {
             EventBody::ToolResult { .. } => "tool_result",
             EventBody::PlanUpdated { .. } => "plan_updated",
             EventBody::AgentMessage { .. } => "agent_message",
+            EventBody::Question { .. } => "question",
             EventBody::RuntimeNote { .. } => "runtime_note",
             EventBody::Heartbeat { .. } => "heartbeat",
             EventBody::TaskFinished { .. } => "task_finished",
@@ -477,6 +499,12 @@ mod tests {
             },
             EventBody::AgentMessage { text: "t".into() },
             EventBody::RuntimeNote { text: "t".into() },
+            EventBody::Question {
+                call_id: "c".into(),
+                question: "which?".into(),
+                options: vec!["a".into()],
+                takeover: None,
+            },
             EventBody::Heartbeat {
                 operation: "model".into(),
                 elapsed_ms: 20_000,

@@ -152,3 +152,86 @@ async fn a_stopped_queued_task_never_starts() {
     );
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_answered_after_a_restart_resumes_the_same_task() {
+    let mock = MockModel::start().await;
+    let mut daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    add_agent(&daemon, "shopper").await;
+    mock.push(Reply::tool_call(
+        "q1",
+        "request_user_input",
+        serde_json::json!({"question": "Which size?", "options": ["small", "large"]}),
+    ));
+    mock.push_fn(|request| {
+        let answer = request.tool_result_for("q1").unwrap_or("").to_owned();
+        Reply::tool_call(
+            "m1",
+            "send_message",
+            serde_json::json!({"text": format!("ordering: {answer}")}),
+        )
+    });
+    mock.push(Reply::text("ok"));
+    let mut command = daemon.cli();
+    command.args(["ask", "shopper", "buy a shirt"]);
+    let id = String::from_utf8(output_of(command).await.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let waiting = |daemon: &TestDaemon| {
+        let client = daemon.client();
+        let path = format!("/api/tasks/{id}");
+        move || {
+            let client = client.clone();
+            let path = path.clone();
+            async move {
+                let task: lazyboy_protocol::Task = client.get(&path).await.ok()?;
+                (task.state == TaskState::WaitingForHuman).then_some(task)
+            }
+        }
+    };
+    wait_for(Duration::from_secs(20), "the question", waiting(&daemon)).await;
+    // Answering something that is not asked is refused, and so is a bad option.
+    let bad = daemon
+        .http
+        .post(daemon.url(&format!("/api/tasks/{id}/answer")))
+        .json(&serde_json::json!({"option": 3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+
+    // The daemon dies; the question survives it, and nothing resumes by itself.
+    daemon.kill9();
+    daemon.restart().await;
+    let task = wait_for(Duration::from_secs(20), "still waiting", waiting(&daemon)).await;
+    assert_eq!(task.verdict, None);
+    assert_eq!(mock.request_count(), 1);
+
+    let mut command = daemon.cli();
+    command.args(["answer", &id, "--option", "2"]);
+    assert!(output_of(command).await.status.success());
+    let done = lazyboy_tests::wait_task_finished(&daemon, &id).await;
+    assert_eq!(done.verdict, Some(Verdict::Answer));
+    assert_eq!(
+        done.final_message.as_deref(),
+        Some("ordering: The person answered: large")
+    );
+    // Same task, one answer: the call that asked got exactly one result.
+    let results: Vec<_> = all_events(&daemon, 0)
+        .await
+        .into_iter()
+        .filter(|e| e.task.as_deref() == Some(id.as_str()) && e.kind == "tool_result")
+        .filter(|e| e.data["call_id"] == "q1")
+        .collect();
+    assert_eq!(results.len(), 1);
+    let again = daemon
+        .http
+        .post(daemon.url(&format!("/api/tasks/{id}/answer")))
+        .json(&serde_json::json!({"text": "twice"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409, "a finished task takes no answer");
+    daemon.stop();
+}

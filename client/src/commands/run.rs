@@ -26,7 +26,14 @@ pub async fn run(client: &Client, args: RunArgs, json: bool) -> anyhow::Result<i
         None => std::env::current_dir().context("no current directory")?,
     };
     let task = create(client, &args.agent, &args.objective, workspace).await?;
-    follow(client, &task, json, None).await
+    // At a terminal, questions can be answered right here.
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        let mut input = stdin_lines();
+        follow(client, &task, json, Some(&mut input)).await
+    } else {
+        follow(client, &task, json, None).await
+    }
 }
 
 /// Creates a task for `agent` working in `workspace`.
@@ -63,6 +70,8 @@ pub async fn follow(
     mut input: Option<&mut mpsc::UnboundedReceiver<String>>,
 ) -> anyhow::Result<i32> {
     let mut interrupts = signal(SignalKind::interrupt()).context("cannot watch Ctrl-C")?;
+    // The open question, if the task is waiting for the person: its options.
+    let mut question: Option<Vec<String>> = None;
     let mut stopping = false;
     let mut printer = TaskPrinter::new(json);
     let mut last = 0;
@@ -95,8 +104,11 @@ pub async fn follow(
                     let mut out = std::io::stdout().lock();
                     printer.print(&mut out, &event)?;
                     out.flush()?;
-                    if let Some(EventBody::TaskFinished { verdict, .. }) = event.body() {
-                        return Ok(verdict.exit_code());
+                    match event.body() {
+                        Some(EventBody::TaskFinished { verdict, .. }) => return Ok(verdict.exit_code()),
+                        Some(EventBody::Question { options, .. }) => question = Some(options),
+                        Some(EventBody::ToolResult { .. }) => question = None,
+                        _ => {}
                     }
                 }
                 _ = interrupts.recv() => {
@@ -109,9 +121,30 @@ pub async fn follow(
                 }
                 line = next_line(&mut input) => match line {
                     Some(line) if line.trim() == "/stop" => stop(client, task).await?,
-                    Some(line) if !line.trim().is_empty() => {
-                        eprintln!("(a task is running: /stop stops it; type the next task when it ends)");
-                    }
+                    Some(line) if !line.trim().is_empty() => match &question {
+                        Some(options) => {
+                            let line = line.trim();
+                            let option = line
+                                .parse::<usize>()
+                                .ok()
+                                .filter(|n| (1..=options.len()).contains(n));
+                            let answer = lazyboy_protocol::AnswerTask {
+                                text: option.is_none().then(|| line.to_owned()),
+                                option,
+                            };
+                            client
+                                .call::<serde_json::Value>(
+                                    Method::POST,
+                                    &format!("/api/tasks/{task}/answer"),
+                                    Some(&answer),
+                                )
+                                .await?;
+                            question = None;
+                        }
+                        None => eprintln!(
+                            "(a task is running: /stop stops it; type the next task when it ends)"
+                        ),
+                    },
                     Some(_) => {}
                     None => input = None,
                 },
@@ -141,15 +174,7 @@ async fn stop(client: &Client, task: &str) -> anyhow::Result<()> {
 /// `lazyboy` with no command: one stdin reader; a line while idle starts a task (default
 /// agent, current directory); while a task runs, `/stop` stops it.
 pub async fn repl(client: &Client, json: bool) -> anyhow::Result<i32> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut rx = stdin_lines();
     let agent = "default";
     let mut code = 0;
     eprintln!("lazyboy: type a task and press Enter; /stop stops it; Ctrl-D quits");
@@ -165,4 +190,18 @@ pub async fn repl(client: &Client, json: bool) -> anyhow::Result<i32> {
         code = follow(client, &task, json, Some(&mut rx)).await?;
     }
     Ok(code)
+}
+
+/// The one stdin reader: lines, on a channel.
+fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }

@@ -102,3 +102,26 @@ pub async fn follow(client: &Client, task: &str, json: bool) -> anyhow::Result<i
     let info: Task = client.get(&format!("/api/tasks/{task}")).await?;
     crate::commands::run::follow(client, &info.id, json, None).await
 }
+
+pub async fn answer(
+    client: &Client,
+    task: &str,
+    text: Option<String>,
+    option: Option<usize>,
+    json: bool,
+) -> anyhow::Result<i32> {
+    let request = lazyboy_protocol::AnswerTask { text, option };
+    let after: Task = client
+        .call(
+            Method::POST,
+            &format!("/api/tasks/{task}/answer"),
+            Some(&request),
+        )
+        .await?;
+    if json {
+        println!("{}", serde_json::to_string(&after)?);
+    } else {
+        println!("answered; {task} continues");
+    }
+    Ok(0)
+}

@@ -21,18 +21,33 @@ pub const UPDATE_PLAN: &str = "update_plan";
 pub const SEND_MESSAGE: &str = "send_message";
 pub const REPORT_DONE: &str = "report_done";
 pub const REPORT_BLOCKED: &str = "report_blocked";
+pub const REQUEST_USER_INPUT: &str = "request_user_input";
+pub const REQUEST_TAKEOVER: &str = "request_takeover";
 
 /// Whether `name` is a control tool.
 pub fn is_control(name: &str) -> bool {
     matches!(
         name,
-        UPDATE_PLAN | SEND_MESSAGE | REPORT_DONE | REPORT_BLOCKED
+        UPDATE_PLAN
+            | SEND_MESSAGE
+            | REPORT_DONE
+            | REPORT_BLOCKED
+            | REQUEST_USER_INPUT
+            | REQUEST_TAKEOVER
     )
 }
 
 /// Control tools that end the turn and so must be the only call in their batch.
 pub fn must_be_alone(name: &str) -> bool {
-    matches!(name, REPORT_DONE | REPORT_BLOCKED)
+    matches!(
+        name,
+        REPORT_DONE | REPORT_BLOCKED | REQUEST_USER_INPUT | REQUEST_TAKEOVER
+    )
+}
+
+/// Control tools that wait for the person.
+pub fn asks_the_person(name: &str) -> bool {
+    matches!(name, REQUEST_USER_INPUT | REQUEST_TAKEOVER)
 }
 
 /// The control tools' definitions for the model.
@@ -108,7 +123,55 @@ pub fn specs() -> Vec<ToolDef> {
                 "additionalProperties": false
             }),
         },
+        ToolDef {
+            name: REQUEST_USER_INPUT.into(),
+            description: "Ask the person a question you cannot answer yourself (a choice, a \
+                          missing fact, a confirmation before something irreversible) and wait \
+                          for the answer. Call it alone. Give options when there are a few \
+                          clear choices."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "options": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["question"],
+                "additionalProperties": false
+            }),
+        },
+        ToolDef {
+            name: REQUEST_TAKEOVER.into(),
+            description: "Hand control to the person for a step only they can do (log in, a \
+                          2FA code, a captcha, an authorization) and wait until they say it is \
+                          done. Call it alone, with precise instructions."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "reason": {"type": "string", "enum": ["login", "2fa", "captcha", "authorization", "other"]},
+                    "instructions": {"type": "string"}
+                },
+                "required": ["reason", "instructions"],
+                "additionalProperties": false
+            }),
+        },
     ]
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestUserInput {
+    pub question: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestTakeover {
+    pub reason: String,
+    pub instructions: String,
 }
 
 #[derive(Debug, Deserialize)]

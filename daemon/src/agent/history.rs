@@ -36,6 +36,8 @@ pub struct History {
     pub results: Vec<(ToolCallRecord, String, ToolStatus)>,
     /// Every call made so far, to pair results with their arguments.
     calls: Vec<ToolCallRecord>,
+    /// The open question to the person: its call and options.
+    pub question: Option<(String, Vec<String>)>,
     /// The last event folded in; the next read starts after it.
     pub last_seq: i64,
 }
@@ -97,6 +99,9 @@ impl History {
                 output,
             } => {
                 self.unanswered.retain(|c| &c.id != call_id);
+                if self.question.as_ref().is_some_and(|(id, _)| id == call_id) {
+                    self.question = None;
+                }
                 if !control::is_control(name) && *status != ToolStatus::Skipped {
                     self.acted = true;
                 }
@@ -110,6 +115,9 @@ impl History {
                     is_error: *status != ToolStatus::Ok,
                 });
             }
+            EventBody::Question {
+                call_id, options, ..
+            } => self.question = Some((call_id.clone(), options.clone())),
             EventBody::PlanUpdated { steps, .. } => self.plan = steps.clone(),
             EventBody::AgentMessage { text } => self.last_message = Some(text.clone()),
             EventBody::AgentCreated { .. }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 
-use lazyboy_protocol::{TaskState, Verdict};
+use lazyboy_protocol::{AnswerTask, EventBody, TaskState, ToolStatus, Verdict};
 use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -29,6 +29,19 @@ use tracing::Instrument;
 use crate::config::Config;
 use crate::store::{Store, StoreError, TaskRow};
 use crate::tools::{CommandRegistry, Registry};
+
+/// Why an answer was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("the task is not waiting for an answer (it is {})", .0.as_str())]
+    NotWaiting(TaskState),
+    #[error("there is no option {0}: the question has {1} options")]
+    BadOption(usize, usize),
+    #[error("the answer is empty: give a text or an option number")]
+    Empty,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// A task whose loop is running.
 struct Running {
@@ -190,6 +203,50 @@ impl Runtime {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Answers the task's open question and queues it to continue. The answer becomes the
+    /// result of the call that asked, so the same task resumes where it stopped (also after
+    /// a daemon restart).
+    pub async fn answer(&self, task_id: &str, answer: &AnswerTask) -> Result<(), AnswerError> {
+        // Held so two answers, or an answer and the scheduler, never interleave.
+        let running = self.running.lock().await;
+        let task = self.store.task(task_id).await?;
+        if task.state() != TaskState::WaitingForHuman {
+            return Err(AnswerError::NotWaiting(task.state()));
+        }
+        let events = self.store.task_history(task_id).await?;
+        let history = history::History::from_events(events.iter().map(|(_, body)| body));
+        let Some((call_id, options)) = history.question else {
+            return Err(AnswerError::NotWaiting(task.state()));
+        };
+        let name = history
+            .unanswered
+            .iter()
+            .find(|c| c.id == call_id)
+            .map_or_else(
+                || control::REQUEST_USER_INPUT.to_owned(),
+                |c| c.name.clone(),
+            );
+        let text = match (answer.option, answer.text.as_deref()) {
+            (Some(n), _) => options
+                .get(n.wrapping_sub(1))
+                .cloned()
+                .ok_or(AnswerError::BadOption(n, options.len()))?,
+            (None, Some(text)) if !text.trim().is_empty() => text.trim().to_owned(),
+            _ => return Err(AnswerError::Empty),
+        };
+        let result = EventBody::ToolResult {
+            call_id,
+            name,
+            status: ToolStatus::Ok,
+            output: format!("The person answered: {text}"),
+        };
+        self.store.append_to_task(&task, &result).await?;
+        self.store.set_task_state(&task, TaskState::Queued).await?;
+        drop(running);
+        self.enqueue();
+        Ok(())
     }
 
     /// Stops every loop (without a verdict) and waits for them, then kills their commands.

@@ -21,7 +21,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
-use super::control::{self, ReportBlocked, ReportDone, SendMessage, UpdatePlan};
+use super::control::{
+    self, ReportBlocked, ReportDone, RequestTakeover, RequestUserInput, SendMessage, UpdatePlan,
+};
 use super::fuse::{Fuse, LoopGuard};
 use super::history::{History, REMIND_SEND};
 use super::prompt;
@@ -51,9 +53,20 @@ pub(super) async fn run(rt: &Arc<Runtime>, task: TaskRow, cancel: CancellationTo
         cancel,
         guard: LoopGuard::default(),
         reminders: Vec::new(),
+        asked_person: false,
     };
     match turn.drive().await {
-        Ok((verdict, message)) => {
+        Ok(Ending::WaitForHuman) => {
+            if let Err(error) = rt
+                .store
+                .set_task_state(&turn.task, TaskState::WaitingForHuman)
+                .await
+            {
+                tracing::error!(%error, "cannot record the wait for the person");
+            }
+            tracing::info!("task waits for the person");
+        }
+        Ok(Ending::Verdict(verdict, message)) => {
             if let Err(error) = rt.store.finish_task(&turn.task, verdict, &message).await {
                 tracing::error!(%error, "cannot record the verdict");
             }
@@ -72,6 +85,8 @@ struct Turn {
     /// Reminders from the loop guard, told to the model once the whole batch has its results
     /// (a note between two results of one reply would break the wire format).
     reminders: Vec<String>,
+    /// Set when the turn ended on a question to the person (not a verdict).
+    asked_person: bool,
 }
 
 /// One call of a batch, parsed.
@@ -84,10 +99,27 @@ struct Call {
 enum BatchEnd {
     Continue,
     Finish(Verdict, String),
+    /// A question to the person: the task waits for the answer.
+    AskPerson,
+}
+
+/// How a drive ends.
+enum Ending {
+    Verdict(Verdict, String),
+    WaitForHuman,
 }
 
 impl Turn {
-    async fn drive(&mut self) -> Result<(Verdict, String), Halt> {
+    async fn drive(&mut self) -> Result<Ending, Halt> {
+        let (verdict, message) = self.drive_to_verdict().await?;
+        if self.asked_person {
+            Ok(Ending::WaitForHuman)
+        } else {
+            Ok(Ending::Verdict(verdict, message))
+        }
+    }
+
+    async fn drive_to_verdict(&mut self) -> Result<(Verdict, String), Halt> {
         let history = self.load_history().await?;
         for (call, output, status) in &history.results {
             let kind = self.kind_of(&call.name);
@@ -217,10 +249,15 @@ impl Turn {
                     };
                     return Ok((verdict, message));
                 }
-            } else if let BatchEnd::Finish(verdict, message) =
-                self.run_batch(&calls, &workspace).await?
-            {
-                return Ok((verdict, message));
+            } else {
+                match self.run_batch(&calls, &workspace).await? {
+                    BatchEnd::Continue => {}
+                    BatchEnd::Finish(verdict, message) => return Ok((verdict, message)),
+                    BatchEnd::AskPerson => {
+                        self.asked_person = true;
+                        return Ok((Verdict::Waiting, String::new()));
+                    }
+                }
             }
             self.catch_up(&mut history).await?;
         }
@@ -550,6 +587,9 @@ impl Turn {
             .await?;
             return Ok(None);
         }
+        if control::asks_the_person(name) {
+            return self.ask_person(call, args).await;
+        }
         let outcome: Result<(String, Option<BatchEnd>), String> = match name {
             control::UPDATE_PLAN => match control::parse::<UpdatePlan>(name, args) {
                 Ok(update) => match control::check_plan(&update.plan) {
@@ -627,6 +667,39 @@ impl Turn {
             }
             Err(text) => {
                 self.record_result(&call.record, ToolStatus::Error, text)
+                    .await?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Turn {
+    /// Records the question; the call's result will be the person's answer.
+    async fn ask_person(&mut self, call: &Call, args: Value) -> Result<Option<BatchEnd>, Halt> {
+        let name = call.record.name.as_str();
+        let question = if name == control::REQUEST_TAKEOVER {
+            control::parse::<RequestTakeover>(name, args).map(|t| EventBody::Question {
+                call_id: call.record.id.clone(),
+                question: t.instructions,
+                options: Vec::new(),
+                takeover: Some(t.reason),
+            })
+        } else {
+            control::parse::<RequestUserInput>(name, args).map(|q| EventBody::Question {
+                call_id: call.record.id.clone(),
+                question: q.question,
+                options: q.options,
+                takeover: None,
+            })
+        };
+        match question {
+            Ok(question) => {
+                self.append(question).await?;
+                Ok(Some(BatchEnd::AskPerson))
+            }
+            Err(message) => {
+                self.record_result(&call.record, ToolStatus::Error, message)
                     .await?;
                 Ok(None)
             }

@@ -7,9 +7,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use lazyboy_protocol::{CreateTask, Task, TaskAccepted, TaskList, TaskState};
+use lazyboy_protocol::{AnswerTask, CreateTask, Task, TaskAccepted, TaskList, TaskState};
 
 use super::events::{StreamQuery, resume_point, stream_from};
+use crate::agent::AnswerError;
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::store::EventFilter;
@@ -102,6 +103,26 @@ pub async fn stop(
     state.runtime.stop(&task.id).await?;
     let task = state.store.task(&id).await?;
     Ok((StatusCode::ACCEPTED, Json(task.into())))
+}
+
+pub async fn answer(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(request): ApiJson<AnswerTask>,
+) -> Result<(StatusCode, Json<Task>), ApiError> {
+    match state.runtime.answer(&id, &request).await {
+        Ok(()) => Ok((
+            StatusCode::ACCEPTED,
+            Json(state.store.task(&id).await?.into()),
+        )),
+        Err(AnswerError::Store(error)) => Err(error.into()),
+        Err(error @ AnswerError::NotWaiting(_)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_waiting",
+            error.to_string(),
+        )),
+        Err(error) => Err(ApiError::bad_request(error.to_string())),
+    }
 }
 
 pub async fn events(
