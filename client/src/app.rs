@@ -69,6 +69,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::stop(&client, &task, cli.json).await
         }
+        Command::Continue { task } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tasks::continue_task(&client, &task, cli.json).await
+        }
         Command::Answer { task, text, option } => {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::answer(&client, &task, text, option, cli.json).await

@@ -53,6 +53,8 @@ pub enum Command {
     Follow { task: String },
     /// Stop a task (a queued one never starts).
     Stop { task: String },
+    /// Continue a task that ended (blocked, failed, out of budget, stopped) with its history.
+    Continue { task: String },
     /// Answer a task's question (free text, or --option N); the same task resumes.
     Answer {
         task: String,

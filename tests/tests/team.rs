@@ -235,3 +235,53 @@ async fn a_question_answered_after_a_restart_resumes_the_same_task() {
     assert_eq!(again.status(), 409, "a finished task takes no answer");
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_resumes_an_ended_task_with_its_history() {
+    let mock = MockModel::start().await;
+    let daemon =
+        TestDaemon::start_with_model(&mock, "openai", &[("LAZYBOY_MAX_ROUNDS_TOTAL", "2")]).await;
+    add_agent(&daemon, "ops").await;
+    for i in 0..2 {
+        mock.push(Reply::tool_call(
+            format!("l{i}"),
+            "list_dir",
+            serde_json::json!({}),
+        ));
+    }
+    let mut command = daemon.cli();
+    command.args(["ask", "ops", "look around"]);
+    let id = String::from_utf8(output_of(command).await.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let first = lazyboy_tests::wait_task_finished(&daemon, &id).await;
+    assert_eq!(first.verdict, Some(Verdict::BudgetExhausted));
+
+    mock.push_fn(|request| {
+        // The whole history came along: both earlier calls and the request to continue.
+        let seen = format!("{:?}", request.messages);
+        let ok = seen.contains("l0") && seen.contains("l1") && seen.contains("Continue this task");
+        Reply::tool_call(
+            "c1",
+            "send_message",
+            serde_json::json!({"text": format!("history kept: {ok}")}),
+        )
+    });
+    mock.push(Reply::text("ok"));
+    let mut command = daemon.cli();
+    command.args(["continue", &id]);
+    assert!(output_of(command).await.status.success());
+    let mut command = daemon.cli();
+    command.args(["follow", &id]);
+    let followed = output_of(command).await;
+    assert_eq!(followed.status.code(), Some(0));
+    let done: lazyboy_protocol::Task = daemon
+        .client()
+        .get(&format!("/api/tasks/{id}"))
+        .await
+        .unwrap();
+    assert_eq!(done.verdict, Some(Verdict::Answer));
+    assert_eq!(done.final_message.as_deref(), Some("history kept: true"));
+    daemon.stop();
+}

@@ -105,7 +105,14 @@ pub async fn follow(
                     printer.print(&mut out, &event)?;
                     out.flush()?;
                     match event.body() {
-                        Some(EventBody::TaskFinished { verdict, .. }) => return Ok(verdict.exit_code()),
+                        Some(EventBody::TaskFinished { verdict, .. }) => {
+                            // A continued task has several turns: only the last one ends it.
+                            let now: lazyboy_protocol::Task =
+                                client.get(&format!("/api/tasks/{task}")).await?;
+                            if now.state.is_final() {
+                                return Ok(now.verdict.unwrap_or(verdict).exit_code());
+                            }
+                        }
                         Some(EventBody::Question { options, .. }) => question = Some(options),
                         Some(EventBody::ToolResult { .. }) => question = None,
                         _ => {}

@@ -125,3 +125,19 @@ pub async fn answer(
     }
     Ok(0)
 }
+
+pub async fn continue_task(client: &Client, task: &str, json: bool) -> anyhow::Result<i32> {
+    let after: Task = client
+        .call(
+            Method::POST,
+            &format!("/api/tasks/{task}/continue"),
+            None::<&()>,
+        )
+        .await?;
+    if json {
+        println!("{}", serde_json::to_string(&after)?);
+    } else {
+        println!("{task} continues (lazyboy follow {task})");
+    }
+    Ok(0)
+}

@@ -21,7 +21,7 @@ pub const REMIND_SEND: &str = "You worked on this but have not told the person a
 pub struct History {
     pub messages: Vec<Message>,
     pub plan: Vec<PlanStep>,
-    /// Model rounds so far (one per assistant reply).
+    /// Model rounds in this turn (one per assistant reply).
     pub rounds: u64,
     /// Whether a non-control tool has run in this task.
     pub acted: bool,
@@ -120,12 +120,18 @@ impl History {
             } => self.question = Some((call_id.clone(), options.clone())),
             EventBody::PlanUpdated { steps, .. } => self.plan = steps.clone(),
             EventBody::AgentMessage { text } => self.last_message = Some(text.clone()),
+            // A continued task starts a new turn: its budget, its reminder and its answer.
+            EventBody::TaskFinished { .. } => {
+                self.rounds = 0;
+                self.acted = false;
+                self.last_message = None;
+                self.reminded_to_send = false;
+            }
             EventBody::AgentCreated { .. }
             | EventBody::AgentDeleted {}
             | EventBody::TaskState { .. }
             | EventBody::AssistantDelta { .. }
-            | EventBody::Heartbeat { .. }
-            | EventBody::TaskFinished { .. } => {}
+            | EventBody::Heartbeat { .. } => {}
         }
     }
 }

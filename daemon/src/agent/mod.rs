@@ -249,6 +249,24 @@ impl Runtime {
         Ok(())
     }
 
+    /// Continues a task that ended (blocked, failed, out of budget, stopped, or done) with its
+    /// whole history: a new turn of the same task.
+    pub async fn continue_task(&self, task_id: &str) -> Result<(), AnswerError> {
+        let running = self.running.lock().await;
+        let task = self.store.task(task_id).await?;
+        if !task.state().is_final() {
+            return Err(AnswerError::NotWaiting(task.state()));
+        }
+        let note = EventBody::UserMessage {
+            text: "Continue this task from where it stopped.".to_owned(),
+        };
+        self.store.append_to_task(&task, &note).await?;
+        self.store.set_task_state(&task, TaskState::Queued).await?;
+        drop(running);
+        self.enqueue();
+        Ok(())
+    }
+
     /// Stops every loop (without a verdict) and waits for them, then kills their commands.
     pub async fn shutdown(&self) {
         self.tracker.close();

@@ -49,6 +49,10 @@ fn api(state: AppState) -> Router {
         .route("/api/tasks/{id}", get(routes::tasks::show))
         .route("/api/tasks/{id}/stop", post(routes::tasks::stop))
         .route("/api/tasks/{id}/answer", post(routes::tasks::answer))
+        .route(
+            "/api/tasks/{id}/continue",
+            post(routes::tasks::continue_task),
+        )
         .route("/api/tasks/{id}/events", get(routes::tasks::events))
         .route("/api/events", get(routes::events::all))
         .route("/api/events/page", get(routes::events::page))

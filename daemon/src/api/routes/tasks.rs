@@ -125,6 +125,24 @@ pub async fn answer(
     }
 }
 
+pub async fn continue_task(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<(StatusCode, Json<Task>), ApiError> {
+    match state.runtime.continue_task(&id).await {
+        Ok(()) => Ok((
+            StatusCode::ACCEPTED,
+            Json(state.store.task(&id).await?.into()),
+        )),
+        Err(AnswerError::Store(error)) => Err(error.into()),
+        Err(error) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_finished",
+            format!("only a task that has ended can be continued: {error}"),
+        )),
+    }
+}
+
 pub async fn events(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
