@@ -285,3 +285,46 @@ async fn continue_resumes_an_ended_task_with_its_history() {
     assert_eq!(done.final_message.as_deref(), Some("history kept: true"));
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agents_memory_search_never_returns_anothers_memory() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    add_agent(&daemon, "alice").await;
+    add_agent(&daemon, "bob").await;
+    let ask = |agent: &str, job: &str| {
+        let mut command = daemon.cli();
+        command.args(["ask", agent, job]);
+        command
+    };
+    mock.push(Reply::tool_call(
+        "w1",
+        "memory_write",
+        serde_json::json!({"text": "alice's door code is 4711", "key": "door"}),
+    ));
+    mock.push(Reply::text("noted"));
+    let a = String::from_utf8(output_of(ask("alice", "remember")).await.stdout).unwrap();
+    lazyboy_tests::wait_task_finished(&daemon, a.trim()).await;
+    for (id, agent) in [("s1", "bob"), ("s2", "alice")] {
+        mock.push(Reply::tool_call(
+            id,
+            "memory_search",
+            serde_json::json!({"query": "door code"}),
+        ));
+        mock.push(Reply::text("searched"));
+        let t = String::from_utf8(output_of(ask(agent, "recall")).await.stdout).unwrap();
+        lazyboy_tests::wait_task_finished(&daemon, t.trim()).await;
+    }
+    let requests = mock.requests();
+    let bob_saw = requests
+        .iter()
+        .find_map(|r| r.tool_result_for("s1"))
+        .unwrap();
+    let alice_saw = requests
+        .iter()
+        .find_map(|r| r.tool_result_for("s2"))
+        .unwrap();
+    assert_eq!(bob_saw, "nothing found");
+    assert!(alice_saw.contains("4711"), "{alice_saw}");
+    daemon.stop();
+}

@@ -34,7 +34,7 @@ pub fn is_control(name: &str) -> bool {
             | REPORT_BLOCKED
             | REQUEST_USER_INPUT
             | REQUEST_TAKEOVER
-    )
+    ) || super::memory::is_memory(name)
 }
 
 /// Control tools that end the turn and so must be the only call in their batch.

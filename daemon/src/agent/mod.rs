@@ -10,6 +10,7 @@
 pub mod control;
 pub mod fuse;
 pub mod history;
+pub mod memory;
 pub mod prompt;
 mod turn;
 

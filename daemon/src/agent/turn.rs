@@ -26,6 +26,7 @@ use super::control::{
 };
 use super::fuse::{Fuse, LoopGuard};
 use super::history::{History, REMIND_SEND};
+use super::memory;
 use super::prompt;
 use crate::providers::{ModelReply, ModelRequest, Provider, ProviderError, ToolDef};
 use crate::store::{StoreError, TaskRow};
@@ -310,6 +311,7 @@ impl Turn {
             })
             .collect();
         defs.extend(control::specs());
+        defs.extend(memory::specs());
         defs
     }
 
@@ -589,6 +591,17 @@ impl Turn {
         }
         if control::asks_the_person(name) {
             return self.ask_person(call, args).await;
+        }
+        if memory::is_memory(name) {
+            let output = memory::handle(&self.rt.store, self.task.agent_id, name, args).await;
+            let status = if output.is_error {
+                ToolStatus::Error
+            } else {
+                ToolStatus::Ok
+            };
+            self.record_result(&call.record, status, output.text)
+                .await?;
+            return Ok(None);
         }
         let outcome: Result<(String, Option<BatchEnd>), String> = match name {
             control::UPDATE_PLAN => match control::parse::<UpdatePlan>(name, args) {

@@ -7,6 +7,7 @@
 
 mod agents;
 mod events;
+mod memories;
 mod tasks;
 
 pub use agents::AgentRow;
