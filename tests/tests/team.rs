@@ -328,3 +328,103 @@ async fn one_agents_memory_search_never_returns_anothers_memory() {
     assert!(alice_saw.contains("4711"), "{alice_saw}");
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_with_twenty_tasks_in_flight_loses_nothing_and_reruns_nothing() {
+    let mock = MockModel::start().await;
+    let config = format!(
+        "max_concurrent_tasks = 20\n{}",
+        model_config(&mock, "openai")
+    );
+    let mut daemon = TestDaemon::start_with(&config, &[]).await;
+    let ws = tempfile::tempdir().unwrap();
+    // Each task's first round starts a slow command that counts its runs; after that, the
+    // task reports what it saw, then ends. Every reply depends only on the request, so the
+    // order in which 20 concurrent tasks reach the mock does not matter.
+    for _ in 0..100 {
+        mock.push_fn(|request| {
+            let objective = request
+                .messages
+                .iter()
+                .find_map(|m| match m {
+                    lazyboy_tests::mock_model::SeenMessage::User { text } => Some(text.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            let n = objective.trim_start_matches("job ").to_owned();
+            if request.tool_result_for(&format!("y{n}")).is_some() {
+                return Reply::text("ok");
+            }
+            match request.tool_result_for(&format!("x{n}")) {
+                None => Reply::tool_call(
+                    format!("x{n}"),
+                    "exec_command",
+                    serde_json::json!({"cmd": format!("echo ran >> count{n}.txt; sleep 30"), "block_until_ms": 60000}),
+                ),
+                Some(result) => Reply::tool_call(
+                    format!("y{n}"),
+                    "send_message",
+                    serde_json::json!({"text": format!("after restart: {}", result.split(':').next().unwrap_or(""))}),
+                ),
+            }
+        });
+    }
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        let agent = format!("w{n:02}");
+        add_agent(&daemon, &agent).await;
+        let create = lazyboy_protocol::CreateTask {
+            objective: format!("job {n}"),
+            workspace: Some(ws.path().display().to_string()),
+        };
+        let accepted: lazyboy_protocol::TaskAccepted = daemon
+            .http
+            .post(daemon.url(&format!("/api/agents/{agent}/tasks")))
+            .json(&create)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        ids.push(accepted.task);
+    }
+    let counters: Vec<_> = (0..20)
+        .map(|n| ws.path().join(format!("count{n}.txt")))
+        .collect();
+    wait_for(Duration::from_secs(30), "all 20 commands running", || {
+        let all = counters.iter().all(|c| c.exists());
+        std::future::ready(all.then_some(()))
+    })
+    .await;
+    let acknowledged = all_events(&daemon, 0).await;
+    daemon.kill9();
+    daemon.restart().await;
+    for id in &ids {
+        let task = lazyboy_tests::wait_task_finished(&daemon, id).await;
+        assert_eq!(task.verdict, Some(Verdict::Answer), "{id}: {task:?}");
+        let message = task.final_message.unwrap();
+        assert!(message.contains("outcome unknown"), "{id}: {message}");
+    }
+    for counter in &counters {
+        assert_eq!(
+            std::fs::read_to_string(counter).unwrap(),
+            "ran\n",
+            "a tool ran twice"
+        );
+    }
+    let after = all_events(&daemon, 0).await;
+    for event in &acknowledged {
+        assert!(
+            after.iter().any(|e| e == event),
+            "event {} was lost",
+            event.seq
+        );
+    }
+    let unknown = after
+        .iter()
+        .filter(|e| e.kind == "tool_result" && e.data["status"] == "unknown")
+        .count();
+    assert_eq!(unknown, 20, "every in-flight call got an unknown result");
+    daemon.stop();
+}
