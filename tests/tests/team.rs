@@ -428,3 +428,105 @@ async fn kill_9_with_twenty_tasks_in_flight_loses_nothing_and_reruns_nothing() {
     assert_eq!(unknown, 20, "every in-flight call got an unknown result");
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_mid_batch_skips_the_rest_and_the_new_instruction_wins() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    add_agent(&daemon, "writer").await;
+    let ws = tempfile::tempdir().unwrap();
+    mock.push(Reply::tool_calls([
+        lazyboy_tests::mock_model::MockCall::new(
+            "b1",
+            "exec_command",
+            serde_json::json!({"cmd": "touch started; while [ ! -e go ]; do sleep 0.02; done; echo a >> s.txt"}),
+        ),
+        lazyboy_tests::mock_model::MockCall::new(
+            "b2",
+            "exec_command",
+            serde_json::json!({"cmd": "echo b >> s.txt"}),
+        ),
+        lazyboy_tests::mock_model::MockCall::new(
+            "b3",
+            "exec_command",
+            serde_json::json!({"cmd": "echo c >> s.txt"}),
+        ),
+    ]));
+    mock.push_fn(|request| {
+        let last = request.last_user_text().unwrap_or("").to_owned();
+        Reply::tool_call(
+            "b4",
+            "send_message",
+            serde_json::json!({"text": format!("understood: {last}")}),
+        )
+    });
+    mock.push(Reply::text("ok"));
+    let create = lazyboy_protocol::CreateTask {
+        objective: "write a, b and c".into(),
+        workspace: Some(ws.path().display().to_string()),
+    };
+    let accepted: lazyboy_protocol::TaskAccepted = daemon
+        .http
+        .post(daemon.url("/api/agents/writer/tasks"))
+        .json(&create)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let started = ws.path().join("started");
+    wait_for(Duration::from_secs(20), "the first call to run", || {
+        std::future::ready(started.exists().then_some(()))
+    })
+    .await;
+    // The person changes their mind while the first call runs.
+    let steer = lazyboy_tests::post_message(
+        &daemon.http,
+        &daemon.url(""),
+        "writer",
+        "only a, nothing else",
+    )
+    .await
+    .unwrap();
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    let done = lazyboy_tests::wait_task_finished(&daemon, &accepted.task).await;
+    assert_eq!(
+        done.final_message.as_deref(),
+        Some("understood: only a, nothing else")
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("s.txt")).unwrap(),
+        "a\n"
+    );
+    let events: Vec<_> = all_events(&daemon, 0)
+        .await
+        .into_iter()
+        .filter(|e| e.task.as_deref() == Some(accepted.task.as_str()))
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.seq == steer && e.kind == "user_message")
+    );
+    let statuses: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "tool_result")
+        .map(|e| {
+            (
+                e.data["call_id"].as_str().unwrap().to_owned(),
+                e.data["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("b1".to_owned(), "ok".to_owned()),
+            ("b2".to_owned(), "skipped".to_owned()),
+            ("b3".to_owned(), "skipped".to_owned()),
+            ("b4".to_owned(), "ok".to_owned()),
+        ]
+    );
+    daemon.stop();
+}

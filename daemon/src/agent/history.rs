@@ -36,6 +36,8 @@ pub struct History {
     pub results: Vec<(ToolCallRecord, String, ToolStatus)>,
     /// Every call made so far, to pair results with their arguments.
     calls: Vec<ToolCallRecord>,
+    /// Messages from the person waiting for the current calls' results.
+    deferred: Vec<String>,
     /// The open question to the person: its call and options.
     pub question: Option<(String, Vec<String>)>,
     /// The last event folded in; the next read starts after it.
@@ -63,7 +65,13 @@ impl History {
                 text: objective.clone(),
             }),
             EventBody::UserMessage { text } => {
-                self.messages.push(Message::User { text: text.clone() });
+                // Steering that arrived while calls were running joins the conversation
+                // after their results (a message between results breaks the wire format).
+                if self.unanswered.is_empty() {
+                    self.messages.push(Message::User { text: text.clone() });
+                } else {
+                    self.deferred.push(text.clone());
+                }
             }
             EventBody::RuntimeNote { text } => {
                 if text == REMIND_SEND {
@@ -114,6 +122,11 @@ impl History {
                     content: output.clone(),
                     is_error: *status != ToolStatus::Ok,
                 });
+                if self.unanswered.is_empty() {
+                    for text in std::mem::take(&mut self.deferred) {
+                        self.messages.push(Message::User { text });
+                    }
+                }
             }
             EventBody::Question {
                 call_id, options, ..

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::FutureExt;
 
@@ -48,6 +49,8 @@ pub enum AnswerError {
 struct Running {
     agent_id: i64,
     cancel: CancellationToken,
+    /// Raised when the person sent a new instruction: the loop skips the rest of its batch.
+    steered: Arc<AtomicBool>,
 }
 
 /// What running tasks share.
@@ -150,11 +153,13 @@ impl Runtime {
 
     fn spawn(self: &Arc<Self>, running: &mut HashMap<String, Running>, task: TaskRow) {
         let cancel = CancellationToken::new();
+        let steered = Arc::new(AtomicBool::new(false));
         running.insert(
             task.id.clone(),
             Running {
                 agent_id: task.agent_id,
                 cancel: cancel.clone(),
+                steered: steered.clone(),
             },
         );
         let runtime = self.clone();
@@ -164,7 +169,7 @@ impl Runtime {
                 let id = task.id.clone();
                 let row = task.clone();
                 // A bug in a tool must not leave the task running forever or its agent stuck.
-                let outcome = AssertUnwindSafe(turn::run(&runtime, task, cancel))
+                let outcome = AssertUnwindSafe(turn::run(&runtime, task, cancel, steered))
                     .catch_unwind()
                     .await;
                 if outcome.is_err() {
@@ -204,6 +209,27 @@ impl Runtime {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// A message to an agent whose task is running steers that task: it is added to the
+    /// task's thread, and the loop skips the rest of its current batch and decides again.
+    /// `None` when the agent has no running task.
+    pub async fn steer(
+        &self,
+        agent_id: i64,
+        text: &str,
+    ) -> Result<Option<(String, i64)>, StoreError> {
+        let running = self.running.lock().await;
+        let Some((task_id, task)) = running.iter().find(|(_, r)| r.agent_id == agent_id) else {
+            return Ok(None);
+        };
+        let row = self.store.task(task_id).await?;
+        let body = EventBody::UserMessage {
+            text: text.to_owned(),
+        };
+        let event = self.store.append_to_task(&row, &body).await?;
+        task.steered.store(true, Ordering::SeqCst);
+        Ok(Some((row.thread, event.seq)))
     }
 
     /// Answers the task's open question and queues it to continue. The answer becomes the

@@ -12,6 +12,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use futures_util::future::join_all;
@@ -47,7 +48,12 @@ impl From<StoreError> for Halt {
 }
 
 /// Runs `task` to a verdict (or until shutdown).
-pub(super) async fn run(rt: &Arc<Runtime>, task: TaskRow, cancel: CancellationToken) {
+pub(super) async fn run(
+    rt: &Arc<Runtime>,
+    task: TaskRow,
+    cancel: CancellationToken,
+    steered: Arc<AtomicBool>,
+) {
     let mut turn = Turn {
         rt: rt.clone(),
         task,
@@ -55,6 +61,7 @@ pub(super) async fn run(rt: &Arc<Runtime>, task: TaskRow, cancel: CancellationTo
         guard: LoopGuard::default(),
         reminders: Vec::new(),
         asked_person: false,
+        steered,
     };
     match turn.drive().await {
         Ok(Ending::WaitForHuman) => {
@@ -88,6 +95,8 @@ struct Turn {
     reminders: Vec<String>,
     /// Set when the turn ended on a question to the person (not a verdict).
     asked_person: bool,
+    /// Raised by `Runtime::steer`: a new instruction arrived mid-batch.
+    steered: Arc<AtomicBool>,
 }
 
 /// One call of a batch, parsed.
@@ -102,6 +111,8 @@ enum BatchEnd {
     Finish(Verdict, String),
     /// A question to the person: the task waits for the answer.
     AskPerson,
+    /// The person sent a new instruction: the rest of the batch is skipped.
+    Steered,
 }
 
 /// How a drive ends.
@@ -254,6 +265,7 @@ impl Turn {
                 match self.run_batch(&calls, &workspace).await? {
                     BatchEnd::Continue => {}
                     BatchEnd::Finish(verdict, message) => return Ok((verdict, message)),
+                    BatchEnd::Steered => {}
                     BatchEnd::AskPerson => {
                         self.asked_person = true;
                         return Ok((Verdict::Waiting, String::new()));
@@ -401,7 +413,16 @@ impl Turn {
         workspace: &Path,
     ) -> Result<BatchEnd, Halt> {
         let end = self.run_calls(calls, workspace).await?;
-        if let BatchEnd::Finish(..) = end {
+        let skipped = match end {
+            BatchEnd::Finish(..) => {
+                Some("not run: an earlier call in the same reply ended the turn")
+            }
+            BatchEnd::Steered => {
+                Some("not run: the person sent a new instruction; read it and decide again")
+            }
+            BatchEnd::Continue | BatchEnd::AskPerson => None,
+        };
+        if let Some(reason) = skipped {
             let answered: std::collections::HashSet<String> = self
                 .load_history()
                 .await?
@@ -410,12 +431,8 @@ impl Turn {
                 .map(|(call, _, _)| call.id.clone())
                 .collect();
             for call in calls.iter().filter(|c| !answered.contains(&c.id)) {
-                self.record_result(
-                    call,
-                    ToolStatus::Skipped,
-                    "not run: an earlier call in the same reply ended the turn".into(),
-                )
-                .await?;
+                self.record_result(call, ToolStatus::Skipped, reason.into())
+                    .await?;
             }
         }
         for text in std::mem::take(&mut self.reminders) {
@@ -439,7 +456,12 @@ impl Turn {
             .collect();
         let alone_violation = parsed.len() > 1;
         let mut index = 0;
+        self.steered.store(false, Ordering::SeqCst);
         while index < parsed.len() {
+            // A new instruction waits for the call that was running, not for the rest.
+            if index > 0 && self.steered.swap(false, Ordering::SeqCst) {
+                return Ok(BatchEnd::Steered);
+            }
             if self.cancel.is_cancelled() {
                 for call in &parsed[index..] {
                     self.record_result(

@@ -16,6 +16,11 @@ pub async fn post(
     if request.text.trim().is_empty() {
         return Err(ApiError::bad_request("the message text is empty"));
     }
+    // A running task of this agent takes it as steering; otherwise it goes to the chat.
+    let agent = state.store.agent(&name).await?;
+    if let Some((thread, seq)) = state.runtime.steer(agent.id, &request.text).await? {
+        return Ok((StatusCode::ACCEPTED, Json(MessageAccepted { thread, seq })));
+    }
     let body = EventBody::UserMessage { text: request.text };
     let (thread, event) = state.store.append_to_agent(&name, &body).await?;
     Ok((
