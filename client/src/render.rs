@@ -41,8 +41,17 @@ pub fn agent_table(agents: &[Agent]) -> String {
     out
 }
 
+/// `text` without terminal control characters (escape sequences from a model or a command's
+/// output must not drive the person's terminal); newlines and tabs stay.
+pub fn clean(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
+}
+
 /// `text` on one line, cut at 120 characters.
 pub fn one_line(text: &str) -> String {
+    let text = &clean(text);
     const MAX: usize = 120;
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > MAX {
@@ -73,6 +82,7 @@ impl TaskPrinter {
     }
 
     fn dim(&self, text: &str) -> String {
+        let text = &clean(text);
         if self.color {
             format!("\x1b[2m{text}\x1b[0m")
         } else {
@@ -81,6 +91,7 @@ impl TaskPrinter {
     }
 
     fn bold(&self, text: &str) -> String {
+        let text = &clean(text);
         if self.color {
             format!("\x1b[1m{text}\x1b[0m")
         } else {
@@ -158,7 +169,7 @@ impl TaskPrinter {
                     None => writeln!(out, "{}", self.bold(&format!("? {question}")))?,
                 }
                 for (i, option) in options.iter().enumerate() {
-                    writeln!(out, "  {}. {option}", i + 1)?;
+                    writeln!(out, "  {}. {}", i + 1, one_line(option))?;
                 }
                 let task = event.task.as_deref().unwrap_or("TASK");
                 writeln!(
@@ -194,7 +205,7 @@ impl TaskPrinter {
                     .unwrap_or_default();
                 writeln!(out, "{}", self.bold(&format!("[{verdict}]")))?;
                 if !message.is_empty() {
-                    writeln!(out, "{message}")?;
+                    writeln!(out, "{}", clean(&message))?;
                 }
             }
             _ => {}
@@ -215,5 +226,17 @@ fn call_summary(name: &str, arguments: &str) -> String {
     match value.get(key).and_then(|v| v.as_str()) {
         Some(text) => one_line(text),
         None => one_line(arguments),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_escapes_from_models_are_removed() {
+        let hostile = "ok\u{1b}]0;pwned\u{7}\u{1b}[2J done\u{9b}31m\nnext\tline";
+        assert_eq!(clean(hostile), "ok]0;pwned[2J done31m\nnext\tline");
+        assert!(!one_line(hostile).contains('\u{1b}'));
     }
 }

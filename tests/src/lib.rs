@@ -390,6 +390,29 @@ pub async fn add_agent(daemon: &TestDaemon, name: &str) -> String {
     name.to_owned()
 }
 
+/// Hands `agent` a task over TCP (optionally in `workspace`); returns the task id.
+pub async fn create_task(
+    daemon: &TestDaemon,
+    agent: &str,
+    objective: &str,
+    workspace: Option<&Path>,
+) -> String {
+    let create = lazyboy_protocol::CreateTask {
+        objective: objective.to_owned(),
+        workspace: workspace.map(|w| w.display().to_string()),
+    };
+    let response = daemon
+        .http
+        .post(daemon.url(&format!("/api/agents/{agent}/tasks")))
+        .json(&create)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    let accepted: lazyboy_protocol::TaskAccepted = response.json().await.unwrap();
+    accepted.task
+}
+
 /// Posts a user message over TCP; returns its seq.
 pub async fn post_message(
     http: &reqwest::Client,

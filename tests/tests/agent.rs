@@ -713,20 +713,7 @@ async fn kill_9_during_a_command_gives_unknown_and_never_reruns_it() {
         )
     });
     mock.push(Reply::text("ok"));
-    let create = lazyboy_protocol::CreateTask {
-        objective: "count once".into(),
-        workspace: Some(ws.path().display().to_string()),
-    };
-    let accepted: lazyboy_protocol::TaskAccepted = daemon
-        .http
-        .post(daemon.url("/api/agents/default/tasks"))
-        .json(&create)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let task = lazyboy_tests::create_task(&daemon, "default", "count once", Some(ws.path())).await;
     let counter = ws.path().join("counter.txt");
     wait_for(Duration::from_secs(20), "the command to run", || {
         let counter = counter.clone();
@@ -735,9 +722,9 @@ async fn kill_9_during_a_command_gives_unknown_and_never_reruns_it() {
     .await;
     daemon.kill9();
     daemon.restart().await;
-    let t = wait_task_finished(&daemon, &accepted.task).await;
+    let t = wait_task_finished(&daemon, &task).await;
     assert_eq!(t.verdict, Some(Verdict::Answer));
-    let events = task_events(&daemon, &accepted.task).await;
+    let events = task_events(&daemon, &task).await;
     let results = results(&events);
     assert_eq!(
         results.iter().filter(|r| r.0 == "k1").count(),

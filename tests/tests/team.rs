@@ -373,21 +373,9 @@ async fn kill_9_with_twenty_tasks_in_flight_loses_nothing_and_reruns_nothing() {
     for n in 0..20 {
         let agent = format!("w{n:02}");
         add_agent(&daemon, &agent).await;
-        let create = lazyboy_protocol::CreateTask {
-            objective: format!("job {n}"),
-            workspace: Some(ws.path().display().to_string()),
-        };
-        let accepted: lazyboy_protocol::TaskAccepted = daemon
-            .http
-            .post(daemon.url(&format!("/api/agents/{agent}/tasks")))
-            .json(&create)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        ids.push(accepted.task);
+        let task =
+            lazyboy_tests::create_task(&daemon, &agent, &format!("job {n}"), Some(ws.path())).await;
+        ids.push(task);
     }
     let counters: Vec<_> = (0..20)
         .map(|n| ws.path().join(format!("count{n}.txt")))
@@ -461,20 +449,8 @@ async fn steering_mid_batch_skips_the_rest_and_the_new_instruction_wins() {
         )
     });
     mock.push(Reply::text("ok"));
-    let create = lazyboy_protocol::CreateTask {
-        objective: "write a, b and c".into(),
-        workspace: Some(ws.path().display().to_string()),
-    };
-    let accepted: lazyboy_protocol::TaskAccepted = daemon
-        .http
-        .post(daemon.url("/api/agents/writer/tasks"))
-        .json(&create)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let task =
+        lazyboy_tests::create_task(&daemon, "writer", "write a, b and c", Some(ws.path())).await;
     let started = ws.path().join("started");
     wait_for(Duration::from_secs(20), "the first call to run", || {
         std::future::ready(started.exists().then_some(()))
@@ -490,7 +466,7 @@ async fn steering_mid_batch_skips_the_rest_and_the_new_instruction_wins() {
     .await
     .unwrap();
     std::fs::write(ws.path().join("go"), "").unwrap();
-    let done = lazyboy_tests::wait_task_finished(&daemon, &accepted.task).await;
+    let done = lazyboy_tests::wait_task_finished(&daemon, &task).await;
     assert_eq!(
         done.final_message.as_deref(),
         Some("understood: only a, nothing else")
@@ -502,7 +478,7 @@ async fn steering_mid_batch_skips_the_rest_and_the_new_instruction_wins() {
     let events: Vec<_> = all_events(&daemon, 0)
         .await
         .into_iter()
-        .filter(|e| e.task.as_deref() == Some(accepted.task.as_str()))
+        .filter(|e| e.task.as_deref() == Some(task.as_str()))
         .collect();
     assert!(
         events
