@@ -48,6 +48,7 @@ pub enum AnswerError {
 /// A task whose loop is running.
 struct Running {
     agent_id: i64,
+    agent: String,
     cancel: CancellationToken,
     /// Raised when the person sent a new instruction: the loop skips the rest of its batch.
     steered: Arc<AtomicBool>,
@@ -158,6 +159,7 @@ impl Runtime {
             task.id.clone(),
             Running {
                 agent_id: task.agent_id,
+                agent: task.agent.clone(),
                 cancel: cancel.clone(),
                 steered: steered.clone(),
             },
@@ -214,13 +216,14 @@ impl Runtime {
     /// A message to an agent whose task is running steers that task: it is added to the
     /// task's thread, and the loop skips the rest of its current batch and decides again.
     /// `None` when the agent has no running task.
+    /// Checked in memory first, so a message to an idle agent costs no extra query.
     pub async fn steer(
         &self,
-        agent_id: i64,
+        agent: &str,
         text: &str,
     ) -> Result<Option<(String, i64)>, StoreError> {
         let running = self.running.lock().await;
-        let Some((task_id, task)) = running.iter().find(|(_, r)| r.agent_id == agent_id) else {
+        let Some((task_id, task)) = running.iter().find(|(_, r)| r.agent == agent) else {
             return Ok(None);
         };
         let row = self.store.task(task_id).await?;

@@ -17,8 +17,7 @@ pub async fn post(
         return Err(ApiError::bad_request("the message text is empty"));
     }
     // A running task of this agent takes it as steering; otherwise it goes to the chat.
-    let agent = state.store.agent(&name).await?;
-    if let Some((thread, seq)) = state.runtime.steer(agent.id, &request.text).await? {
+    if let Some((thread, seq)) = state.runtime.steer(&name, &request.text).await? {
         return Ok((StatusCode::ACCEPTED, Json(MessageAccepted { thread, seq })));
     }
     let body = EventBody::UserMessage { text: request.text };
