@@ -41,9 +41,9 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     match command {
         Command::Daemon(command) => commands::daemon::run(&client, command, cli.json).await,
-        Command::Agent(command) => {
+        Command::Team(command) => {
             daemon_proc::ensure_running(&client).await?;
-            commands::agent::run(&client, command, cli.json).await
+            commands::team::run(&client, command, cli.json).await
         }
         Command::Run(args) => {
             daemon_proc::ensure_running(&client).await?;

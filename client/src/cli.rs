@@ -24,9 +24,9 @@ pub enum Command {
     /// Start, stop or inspect the daemon.
     #[command(subcommand)]
     Daemon(DaemonCommand),
-    /// Manage agents.
-    #[command(subcommand)]
-    Agent(AgentCommand),
+    /// Manage the team: named agents with their own instructions, model, workspace and memory.
+    #[command(subcommand, alias = "agent")]
+    Team(TeamCommand),
     /// Print the event log.
     Events(EventsArgs),
     /// Hand an agent a task in the current directory and follow it to the end. Exit code:
@@ -95,19 +95,47 @@ pub enum DaemonCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum AgentCommand {
-    /// Create an agent.
+pub enum TeamCommand {
+    /// Add an agent.
     Add {
         name: String,
-        #[arg(long)]
-        instructions: Option<String>,
-        #[arg(long)]
-        model: Option<String>,
+        #[command(flatten)]
+        settings: AgentSettings,
     },
-    /// List agents.
+    /// List agents: state, current task, age of the last heartbeat.
     Ls,
-    /// Delete an agent (its events stay in the log).
-    Rm { name: String },
+    /// Show one agent.
+    Show { name: String },
+    /// Change an agent's instructions, model or workspace (its next tasks use them).
+    Edit {
+        name: String,
+        #[command(flatten)]
+        settings: AgentSettings,
+    },
+    /// Remove an agent (its events stay in the log). Refused while it runs a task.
+    Rm {
+        name: String,
+        /// Stop its running task first.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// What `team add` and `team edit` set.
+#[derive(Debug, Args)]
+pub struct AgentSettings {
+    /// Standing instructions (its system prompt's own part).
+    #[arg(long, conflicts_with = "instructions_file")]
+    pub instructions: Option<String>,
+    /// Read the instructions from a file.
+    #[arg(long)]
+    pub instructions_file: Option<PathBuf>,
+    /// The model: MODEL (the default provider's) or PROVIDER/MODEL; "" for the default.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The directory its tasks work in; "" for the default (under the home).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! Text output: one line per event, and small tables.
 
-use lazyboy_protocol::{Agent, Event, EventBody, StepStatus, TaskState, ToolStatus};
+use lazyboy_protocol::{Agent, AgentState, Event, EventBody, StepStatus, TaskState, ToolStatus};
 
 /// `#seq agent kind summary`, on one line.
 pub fn event_line(event: &Event) -> String {
@@ -25,18 +25,92 @@ pub fn event_line(event: &Event) -> String {
         .to_owned()
 }
 
-/// Agents as an aligned table.
-pub fn agent_table(agents: &[Agent]) -> String {
-    let width = agents
+/// Now, in ms since the epoch (to age heartbeats).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The agent's state, with `(no heartbeat for N s)` when its lease ran out: a client shows an
+/// agent alive only while its heartbeat is under 30 s old (alive is not progressing).
+fn state_word(agent: &Agent, now_ms: i64) -> String {
+    let state = agent.state.as_str();
+    match (agent.state, agent.lease_expires_at_ms) {
+        (AgentState::Running | AgentState::Recovering, Some(expires)) if expires < now_ms => {
+            format!("{state} (lease expired)")
+        }
+        _ => state.to_owned(),
+    }
+}
+
+/// How long ago the heartbeat was, or `-`.
+fn heartbeat_age(agent: &Agent, now_ms: i64) -> String {
+    match agent.heartbeat_at_ms {
+        Some(at) if matches!(agent.state, AgentState::Running | AgentState::Recovering) => {
+            format!("{}s", (now_ms - at).max(0) / 1000)
+        }
+        _ => "-".to_owned(),
+    }
+}
+
+/// Agents as an aligned table: name, state, current task, heartbeat age, model.
+pub fn agent_table(agents: &[Agent], now_ms: i64) -> String {
+    let rows: Vec<[String; 5]> = agents
         .iter()
-        .map(|a| a.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let mut out = format!("{:width$}  MODEL\n", "NAME");
-    for agent in agents {
-        let model = agent.model.as_deref().unwrap_or("(default)");
-        out.push_str(&format!("{:width$}  {model}\n", agent.name));
+        .map(|a| {
+            [
+                a.name.clone(),
+                state_word(a, now_ms),
+                a.current_task.clone().unwrap_or_else(|| "-".to_owned()),
+                heartbeat_age(a, now_ms),
+                a.model.clone().unwrap_or_else(|| "(default)".to_owned()),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "STATE", "TASK", "HEARTBEAT", "MODEL"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 5]| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:width$}  ", width = widths[i]));
+            }
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header);
+    for row in &rows {
+        out.push_str(&line([&row[0], &row[1], &row[2], &row[3], &row[4]]));
+    }
+    out
+}
+
+/// One agent, field by field.
+pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
+    let mut out = format!(
+        "name:         {}\nstate:        {}\ncurrent task: {}\nheartbeat:    {}\nmodel:        {}\nworkspace:    {}\n",
+        agent.name,
+        state_word(agent, now_ms),
+        agent.current_task.as_deref().unwrap_or("-"),
+        heartbeat_age(agent, now_ms),
+        agent.model.as_deref().unwrap_or("(default)"),
+        agent.workspace,
+    );
+    if agent.instructions.trim().is_empty() {
+        out.push_str("instructions: (none)\n");
+    } else {
+        out.push_str(&format!(
+            "instructions:\n{}\n",
+            clean(agent.instructions.trim())
+        ));
     }
     out
 }

@@ -169,7 +169,7 @@ mod tests {
     #[tokio::test]
     async fn a_lagging_subscriber_recovers_from_the_store() {
         let (_dir, store) = store().await;
-        store.create_agent("a", "", None).await.unwrap();
+        store.create_agent("a", "", None, None).await.unwrap();
         let shutdown = CancellationToken::new();
         let mut sub = Subscription::new(
             store.clone(),
@@ -205,8 +205,8 @@ mod tests {
     #[tokio::test]
     async fn filters_hold_in_replay_and_live() {
         let (_dir, store) = store().await;
-        let a = store.create_agent("a", "", None).await.unwrap();
-        store.create_agent("b", "", None).await.unwrap();
+        let a = store.create_agent("a", "", None, None).await.unwrap();
+        store.create_agent("b", "", None, None).await.unwrap();
         let filter = EventFilter {
             agent_id: Some(a.id),
             ..EventFilter::default()

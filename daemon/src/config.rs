@@ -5,6 +5,7 @@
 //! max_rounds_total = 5000          # LAZYBOY_MAX_ROUNDS_TOTAL wins
 //! heartbeat_secs = 20
 //! max_concurrent_tasks = 4         # across agents; each agent runs one task at a time
+//! subagent_max_rounds = 128        # LAZYBOY_SUBAGENT_MAX_ROUNDS wins
 //!
 //! [providers.local]
 //! wire = "openai"                   # or "anthropic"
@@ -39,6 +40,8 @@ pub struct ConfigFile {
     pub heartbeat_secs: Option<u64>,
     /// Tasks running at once across all agents (each agent runs one at a time).
     pub max_concurrent_tasks: Option<usize>,
+    /// Model rounds a subagent may use before it ends `budget_exhausted`.
+    pub subagent_max_rounds: Option<u64>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
@@ -69,6 +72,7 @@ pub struct Config {
     pub max_rounds_total: u64,
     pub heartbeat: Duration,
     pub max_concurrent_tasks: usize,
+    pub subagent_max_rounds: u64,
 }
 
 /// The hint every "no model" error carries.
@@ -94,11 +98,16 @@ impl Config {
             .unwrap_or(5000);
         let heartbeat = Duration::from_secs(file.heartbeat_secs.unwrap_or(20).max(1));
         let max_concurrent_tasks = file.max_concurrent_tasks.unwrap_or(4).max(1);
+        let subagent_max_rounds = env("LAZYBOY_SUBAGENT_MAX_ROUNDS")
+            .and_then(|v| v.parse().ok())
+            .or(file.subagent_max_rounds)
+            .unwrap_or(128);
         Ok(Config {
             file,
             max_rounds_total,
             heartbeat,
             max_concurrent_tasks,
+            subagent_max_rounds,
         })
     }
 

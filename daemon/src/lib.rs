@@ -115,7 +115,7 @@ async fn ensure_default_agent(store: &Store) -> Result<(), store::StoreError> {
     match store.agent(DEFAULT_AGENT).await {
         Ok(_) => Ok(()),
         Err(store::StoreError::NoSuchAgent(_)) => {
-            match store.create_agent(DEFAULT_AGENT, "", None).await {
+            match store.create_agent(DEFAULT_AGENT, "", None, None).await {
                 Ok(_) | Err(store::StoreError::AgentExists(_)) => Ok(()),
                 Err(e) => Err(e),
             }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest request body the API accepts (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -76,17 +76,74 @@ pub struct CreateAgent {
     pub instructions: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
+    /// An absolute directory the agent's tasks work in; default: `<home>/workspaces/<name>`.
+    #[serde(default)]
+    pub workspace: Option<String>,
 }
 
-/// An agent as the API shows it.
+/// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
+/// and `workspace` (back to the defaults).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateAgent {
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub workspace: Option<String>,
+}
+
+/// An agent as the API shows it, with what it is doing now.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Agent {
     pub name: String,
     pub instructions: String,
     pub model: Option<String>,
+    /// The directory its tasks work in (the default one when none was set).
+    #[serde(default)]
+    pub workspace: String,
     /// The id of the agent's chat thread.
     pub thread: String,
     pub created_at_ms: i64,
+    /// `idle`, `queued`, `running`, `recovering` or `waiting_for_human`.
+    #[serde(default)]
+    pub state: AgentState,
+    /// The task the state is about (the running one, else the one waiting, else the next
+    /// queued one).
+    #[serde(default)]
+    pub current_task: Option<String>,
+    /// When the running task's loop last renewed its lease (every 10 s).
+    #[serde(default)]
+    pub heartbeat_at_ms: Option<i64>,
+    /// When that lease runs out: a client shows the agent alive only before this (the
+    /// heartbeat is under 30 s old). Alive does not mean progressing.
+    #[serde(default)]
+    pub lease_expires_at_ms: Option<i64>,
+}
+
+/// What an agent is doing, from its tasks.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentState {
+    #[default]
+    Idle,
+    Queued,
+    Running,
+    Recovering,
+    WaitingForHuman,
+}
+
+impl AgentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Idle => "idle",
+            AgentState::Queued => "queued",
+            AgentState::Running => "running",
+            AgentState::Recovering => "recovering",
+            AgentState::WaitingForHuman => "waiting_for_human",
+        }
+    }
 }
 
 /// `GET /api/agents`.
@@ -100,13 +157,23 @@ pub struct AgentList {
 #[serde(deny_unknown_fields)]
 pub struct PostMessage {
     pub text: String,
+    /// Only record it in the agent's chat thread (no task starts, no steering).
+    #[serde(default)]
+    pub note: bool,
 }
 
-/// The 202 answer to [`PostMessage`]: where the message landed in the log.
+/// The 202 answer to [`PostMessage`]: where the message landed in the log. A message to a
+/// busy agent steers its running task; to an idle one it starts a new task (`task`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MessageAccepted {
     pub thread: String,
     pub seq: i64,
+    /// The task the message went to (steered or started); `None` for a note.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// Whether it steered a running task (`false`: it started one, or is a note).
+    #[serde(default)]
+    pub steered: bool,
 }
 
 /// One entry of the event log, as the SSE stream and every client see it.
@@ -203,6 +270,24 @@ pub enum EventBody {
     Heartbeat { operation: String, elapsed_ms: u64 },
     /// The task ended its turn.
     TaskFinished { verdict: Verdict, message: String },
+    /// An agent's instructions, model or workspace changed (the new values).
+    AgentUpdated {
+        instructions: String,
+        model: Option<String>,
+        workspace: Option<String>,
+    },
+    /// A command the task started outlived the call that started it: it runs in the
+    /// background, its output goes to `log` (relative to the workspace).
+    CommandStarted {
+        command_id: String,
+        command: String,
+        log: String,
+    },
+    /// A background command ended: `status` says how ("exited with code 0 after 2.1 s"), or
+    /// that it was lost in a daemon restart.
+    CommandEnded { command_id: String, status: String },
+    /// A subagent (a child task) was spawned by this task.
+    SubagentSpawned { task: String, objective: String },
 }
 
 /// One call as recorded in an [`EventBody::AssistantReply`].
@@ -378,6 +463,15 @@ pub struct Task {
     pub final_message: Option<String>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+    /// The task that spawned this one, for a subagent.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// When the loop last renewed the task's lease (while it runs; every 10 s).
+    #[serde(default)]
+    pub heartbeat_at_ms: Option<i64>,
+    /// When the lease runs out if not renewed; `None` when the task is not running.
+    #[serde(default)]
+    pub lease_expires_at_ms: Option<i64>,
 }
 
 impl EventBody {
@@ -399,6 +493,10 @@ impl EventBody {
             EventBody::RuntimeNote { .. } => "runtime_note",
             EventBody::Heartbeat { .. } => "heartbeat",
             EventBody::TaskFinished { .. } => "task_finished",
+            EventBody::AgentUpdated { .. } => "agent_updated",
+            EventBody::CommandStarted { .. } => "command_started",
+            EventBody::CommandEnded { .. } => "command_ended",
+            EventBody::SubagentSpawned { .. } => "subagent_spawned",
         }
     }
 
@@ -512,6 +610,24 @@ mod tests {
             EventBody::TaskFinished {
                 verdict: Verdict::BudgetExhausted,
                 message: "m".into(),
+            },
+            EventBody::AgentUpdated {
+                instructions: "i".into(),
+                model: None,
+                workspace: Some("/w".into()),
+            },
+            EventBody::CommandStarted {
+                command_id: "cmd-1".into(),
+                command: "sleep 9".into(),
+                log: ".lazyboy-output/cmd-1.log".into(),
+            },
+            EventBody::CommandEnded {
+                command_id: "cmd-1".into(),
+                status: "exited with code 0".into(),
+            },
+            EventBody::SubagentSpawned {
+                task: "t-1".into(),
+                objective: "o".into(),
             },
         ];
         for body in bodies {

@@ -413,7 +413,8 @@ pub async fn create_task(
     accepted.task
 }
 
-/// Posts a user message over TCP; returns its seq.
+/// Posts a note (a user message that starts no task) to the agent's chat thread over TCP;
+/// returns its seq. The foundation's tests use it as the plain way to append an event.
 pub async fn post_message(
     http: &reqwest::Client,
     base: &str,
@@ -422,10 +423,28 @@ pub async fn post_message(
 ) -> reqwest::Result<i64> {
     let response = http
         .post(format!("{base}/api/agents/{agent}/messages"))
-        .json(&serde_json::json!({ "text": text }))
+        .json(&serde_json::json!({ "text": text, "note": true }))
         .send()
         .await?
         .error_for_status()?;
     let accepted: lazyboy_protocol::MessageAccepted = response.json().await?;
     Ok(accepted.seq)
+}
+
+/// Sends the agent a message as a person does (no `note`): it steers the agent's running
+/// task, or starts a new task when the agent is idle.
+pub async fn tell(
+    daemon: &TestDaemon,
+    agent: &str,
+    text: &str,
+) -> lazyboy_protocol::MessageAccepted {
+    let response = daemon
+        .http
+        .post(daemon.url(&format!("/api/agents/{agent}/messages")))
+        .json(&serde_json::json!({ "text": text }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    response.json().await.unwrap()
 }

@@ -238,25 +238,6 @@ async fn verdicts_and_exit_codes() {
         (Some(Verdict::Answer), Some("The answer is 42."))
     );
 
-    // waiting: the turn ends while a command it started still runs.
-    mock.push(Reply::tool_call(
-        "w1",
-        "exec_command",
-        json!({"cmd": "sleep 3", "block_until_ms": 50}),
-    ));
-    mock.push(Reply::tool_call(
-        "w2",
-        "send_message",
-        json!({"text": "started; it will take a while"}),
-    ));
-    mock.push(Reply::text("ok"));
-    let (code, stdout) = run(&daemon, ws.path(), "start the long job").await;
-    assert_eq!(code, 0);
-    assert_eq!(
-        task(&daemon, &task_of(&stdout)).await.verdict,
-        Some(Verdict::Waiting)
-    );
-
     // blocked: report_blocked.
     mock.push(Reply::tool_call(
         "b1",
@@ -750,7 +731,7 @@ async fn kill_9_during_a_command_gives_unknown_and_never_reruns_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_outlives_its_turn_and_stays_readable() {
+async fn a_turn_ending_while_its_command_runs_waits_and_is_revived_once() {
     let mock = MockModel::start().await;
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
     let ws = tempfile::tempdir().unwrap();
@@ -759,22 +740,71 @@ async fn a_command_outlives_its_turn_and_stays_readable() {
         "exec_command",
         json!({"cmd": "sleep 1; echo late result", "block_until_ms": 20}),
     ));
-    mock.push(Reply::text("it runs on"));
-    let (code, stdout) = run(&daemon, ws.path(), "start it").await;
-    assert_eq!(code, 0);
-    let events = task_events(&daemon, &task_of(&stdout)).await;
-    let started = results(&events).remove(0).2;
-    let id = started
-        .split_whitespace()
-        .find(|w| w.starts_with("cmd-"))
-        .unwrap()
-        .trim_end_matches([':', ',', '.'])
-        .to_owned();
-    // A later task in the same workspace reads it by id.
     mock.push(Reply::tool_call(
         "o2",
+        "send_message",
+        json!({"text": "started; it will take a while"}),
+    ));
+    // The turn ends while the command runs: no verdict yet, and no model call while it waits.
+    mock.push(Reply::text("it runs on"));
+    mock.push(Reply::tool_call(
+        "o3",
+        "send_message",
+        json!({"text": "it printed: late result"}),
+    ));
+    mock.push(Reply::text("done"));
+    let (code, stdout) = run(&daemon, ws.path(), "start it").await;
+    assert_eq!(code, 0);
+    let id = task_of(&stdout);
+    let t = task(&daemon, &id).await;
+    assert_eq!(
+        (t.verdict, t.final_message.as_deref()),
+        (Some(Verdict::Answer), Some("it printed: late result"))
+    );
+    assert_eq!(mock.request_count(), 5);
+    // The fourth request is the revival: the model is told how the command ended, with its
+    // output, once.
+    let revival = mock.requests()[3].last_user_text().unwrap().to_owned();
+    assert!(
+        revival.contains("The work you were waiting for has finished")
+            && revival.contains("exited with code 0")
+            && revival.contains("late result"),
+        "{revival}"
+    );
+    let events = task_events(&daemon, &id).await;
+    let revivals = events
+        .iter()
+        .filter(|e| matches!(e, EventBody::RuntimeNote { text } if text.contains("waiting for has finished")))
+        .count();
+    assert_eq!(revivals, 1);
+    let started = events
+        .iter()
+        .find_map(|e| match e {
+            EventBody::CommandStarted { command_id, .. } => Some(command_id.clone()),
+            _ => None,
+        })
+        .expect("the command was recorded as background work");
+    // Its end is recorded too (by the watcher, possibly just after the revival).
+    wait_for(Duration::from_secs(10), "command_ended", || {
+        let daemon = &daemon;
+        let id = id.clone();
+        let started = started.clone();
+        async move {
+            task_events(daemon, &id)
+                .await
+                .iter()
+                .any(|e| {
+                    matches!(e, EventBody::CommandEnded { command_id, status } if *command_id == started && status.contains("code 0"))
+                })
+                .then_some(())
+        }
+    })
+    .await;
+    // A later task in the same workspace still reads the ended command by id.
+    mock.push(Reply::tool_call(
+        "r1",
         "await_command",
-        json!({"id": id, "timeout_ms": 10000}),
+        json!({"id": started, "timeout_ms": 10000}),
     ));
     mock.push(Reply::text("read it"));
     let (code, _) = run(&daemon, ws.path(), "read it").await;
@@ -782,12 +812,14 @@ async fn a_command_outlives_its_turn_and_stays_readable() {
     let result = mock
         .last_request()
         .unwrap()
-        .tool_result_for("o2")
+        .tool_result_for("r1")
         .unwrap()
         .to_owned();
-    assert!(result.contains("late result"), "{result}");
-    let log = std::fs::read_to_string(ws.path().join(format!(".lazyboy-output/{id}.log"))).unwrap();
+    assert!(result.contains("exited with code 0"), "{result}");
+    let log =
+        std::fs::read_to_string(ws.path().join(format!(".lazyboy-output/{started}.log"))).unwrap();
     assert!(log.contains("late result"));
+    mock.assert_clean();
     daemon.stop();
 }
 

@@ -67,13 +67,14 @@ async fn health_agents_and_messages() {
 
     let sent = http
         .post(daemon.url("/api/agents/researcher/messages"))
-        .json(&json!({"text": "find the cheapest flight"}))
+        .json(&json!({"text": "find the cheapest flight", "note": true}))
         .send()
         .await
         .unwrap();
     assert_eq!(sent.status(), StatusCode::ACCEPTED);
     let accepted: MessageAccepted = sent.json().await.unwrap();
     assert_eq!(accepted.thread, agent.thread);
+    assert_eq!(accepted.task, None);
 
     // Seq 1 is the `default` agent, created at the first start.
     let events = all_events(&daemon, 0).await;
@@ -94,6 +95,34 @@ async fn health_agents_and_messages() {
     assert_eq!(message.thread, agent.thread);
     assert_eq!(message.task, None);
     assert_eq!(message.data, json!({"text": "find the cheapest flight"}));
+
+    // Without `note`, a message to an idle agent starts a task with it as the job.
+    let sent = http
+        .post(daemon.url("/api/agents/researcher/messages"))
+        .json(&json!({"text": "book the cheapest one"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), StatusCode::ACCEPTED);
+    let started: MessageAccepted = sent.json().await.unwrap();
+    let task_id = started.task.clone().expect("a task started");
+    assert!(!started.steered);
+    assert_ne!(started.thread, agent.thread, "a task has its own thread");
+    let created = all_events(&daemon, accepted.seq).await;
+    let created = created.iter().find(|e| e.seq == started.seq).unwrap();
+    assert_eq!(
+        (created.kind.as_str(), created.task.as_deref()),
+        ("task_created", Some(task_id.as_str()))
+    );
+    assert_eq!(created.data["objective"], "book the cheapest one");
+    // No model is configured here: the task fails at once, saying how to configure one.
+    let finished = lazyboy_tests::wait_task_finished(&daemon, &task_id).await;
+    assert!(
+        finished
+            .final_message
+            .unwrap()
+            .contains("no model is configured")
+    );
 
     let deleted = http
         .delete(daemon.url("/api/agents/researcher"))
@@ -130,6 +159,9 @@ async fn health_agents_and_messages() {
             "agent_created",
             "agent_created",
             "user_message",
+            "task_created",
+            "task_state",
+            "task_finished",
             "agent_deleted",
             "agent_created"
         ]

@@ -457,14 +457,10 @@ async fn steering_mid_batch_skips_the_rest_and_the_new_instruction_wins() {
     })
     .await;
     // The person changes their mind while the first call runs.
-    let steer = lazyboy_tests::post_message(
-        &daemon.http,
-        &daemon.url(""),
-        "writer",
-        "only a, nothing else",
-    )
-    .await
-    .unwrap();
+    let accepted = lazyboy_tests::tell(&daemon, "writer", "only a, nothing else").await;
+    assert!(accepted.steered);
+    assert_eq!(accepted.task.as_deref(), Some(task.as_str()));
+    let steer = accepted.seq;
     std::fs::write(ws.path().join("go"), "").unwrap();
     let done = lazyboy_tests::wait_task_finished(&daemon, &task).await;
     assert_eq!(

@@ -1,7 +1,7 @@
 //! One file per verb.
 
-pub mod agent;
 pub mod daemon;
 pub mod events;
 pub mod run;
 pub mod tasks;
+pub mod team;

@@ -35,6 +35,7 @@ pub fn is_control(name: &str) -> bool {
             | REQUEST_USER_INPUT
             | REQUEST_TAKEOVER
     ) || super::memory::is_memory(name)
+        || super::subagents::is_subagent_tool(name)
 }
 
 /// Control tools that end the turn and so must be the only call in their batch.

@@ -16,6 +16,19 @@ use crate::providers::{Message, ToolCall};
 pub const REMIND_SEND: &str = "You worked on this but have not told the person anything yet. \
     Use send_message to tell them the outcome (plain reply text is not shown to them).";
 
+/// Revival notes start with this; ids named in one count as reported to the model.
+pub const REVIVAL: &str = "The work you were waiting for has finished.";
+
+/// A command that outlived the call that started it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Background {
+    pub id: String,
+    pub command: String,
+    pub log: String,
+    /// How it ended, once recorded.
+    pub ended: Option<String>,
+}
+
 /// A task's state as its events describe it.
 #[derive(Debug, Default)]
 pub struct History {
@@ -42,6 +55,15 @@ pub struct History {
     pub question: Option<(String, Vec<String>)>,
     /// The last event folded in; the next read starts after it.
     pub last_seq: i64,
+    /// The text of the last model reply when it had no calls and nothing followed it: the
+    /// turn was ending (after a restart, it resumes at the end of the turn, not the model).
+    pub ending: Option<String>,
+    /// Background commands, in start order.
+    pub background: Vec<Background>,
+    /// Subagents this task spawned, in order.
+    pub subagents: Vec<String>,
+    /// Subagents and commands whose results a revival note already told the model.
+    pub reported: HashSet<String>,
 }
 
 impl History {
@@ -60,6 +82,17 @@ impl History {
 
     /// Folds one more event (in log order) into the history.
     pub fn apply(&mut self, event: &EventBody) {
+        if !matches!(
+            event,
+            EventBody::AssistantDelta { .. }
+                | EventBody::Heartbeat { .. }
+                | EventBody::TaskState { .. }
+                | EventBody::CommandStarted { .. }
+                | EventBody::CommandEnded { .. }
+                | EventBody::SubagentSpawned { .. }
+        ) {
+            self.ending = None;
+        }
         match event {
             EventBody::TaskCreated { objective, .. } => self.messages.push(Message::User {
                 text: objective.clone(),
@@ -77,12 +110,25 @@ impl History {
                 if text == REMIND_SEND {
                     self.reminded_to_send = true;
                 }
+                if text.starts_with(REVIVAL) {
+                    let named = self
+                        .subagents
+                        .iter()
+                        .chain(self.background.iter().map(|b| &b.id))
+                        .filter(|id| text.contains(id.as_str()))
+                        .cloned()
+                        .collect::<Vec<_>>();
+                    self.reported.extend(named);
+                }
                 self.messages.push(Message::User {
                     text: format!("[runtime] {text}"),
                 });
             }
             EventBody::AssistantReply { text, tool_calls } => {
                 self.rounds += 1;
+                if tool_calls.is_empty() {
+                    self.ending = Some(text.clone());
+                }
                 self.unanswered = tool_calls.clone();
                 self.calls.extend(tool_calls.iter().cloned());
                 self.messages.push(Message::Assistant {
@@ -140,8 +186,25 @@ impl History {
                 self.last_message = None;
                 self.reminded_to_send = false;
             }
+            EventBody::CommandStarted {
+                command_id,
+                command,
+                log,
+            } => self.background.push(Background {
+                id: command_id.clone(),
+                command: command.clone(),
+                log: log.clone(),
+                ended: None,
+            }),
+            EventBody::CommandEnded { command_id, status } => {
+                if let Some(b) = self.background.iter_mut().find(|b| &b.id == command_id) {
+                    b.ended = Some(status.clone());
+                }
+            }
+            EventBody::SubagentSpawned { task, .. } => self.subagents.push(task.clone()),
             EventBody::AgentCreated { .. }
             | EventBody::AgentDeleted {}
+            | EventBody::AgentUpdated { .. }
             | EventBody::TaskState { .. }
             | EventBody::AssistantDelta { .. }
             | EventBody::Heartbeat { .. } => {}

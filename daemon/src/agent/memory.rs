@@ -129,8 +129,8 @@ mod tests {
         let store = Store::open(&dir.path().join("t.db"), Bus::default())
             .await
             .unwrap();
-        let a = store.create_agent("a", "", None).await.unwrap().id;
-        let b = store.create_agent("b", "", None).await.unwrap().id;
+        let a = store.create_agent("a", "", None, None).await.unwrap().id;
+        let b = store.create_agent("b", "", None, None).await.unwrap().id;
         let write = |agent, args| handle(&store, agent, WRITE, args);
         assert!(
             !write(

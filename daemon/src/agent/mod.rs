@@ -3,15 +3,23 @@
 //! `Runtime` owns the running tasks (one tokio task each, with its own cancellation token)
 //! and the scheduler: queued tasks start oldest first, at most one per agent and at most
 //! `max_concurrent_tasks` overall. The scheduler wakes when a task is queued or finishes (a
-//! `Notify`), never on a tick. The loop itself is `turn.rs` (a thin driver over the store,
-//! the provider and the tools); its decisions are plain functions in `fuse.rs`, `control.rs`
-//! and `history.rs`.
+//! `Notify`), never on a tick. Subagents (tasks with a parent) start at once, outside both
+//! limits: they are part of their parent's work, and a parent waiting for them must never
+//! wait for a slot they need. Every running task holds a lease in the store, renewed every
+//! 10 s ([`LEASE_RENEW_MS`]) by one timer for all of them.
+//!
+//! The loop itself is `turn.rs` (a thin driver over the store, the provider and the tools);
+//! its decisions are plain functions in `fuse.rs`, `control.rs` and `history.rs`; the
+//! subagent tools are in `subagents.rs`.
 
 pub mod control;
+mod control_calls;
 pub mod fuse;
 pub mod history;
 pub mod memory;
 pub mod prompt;
+mod revival;
+pub mod subagents;
 mod turn;
 
 use std::collections::HashMap;
@@ -19,17 +27,19 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures_util::FutureExt;
 
 use lazyboy_protocol::{AnswerTask, EventBody, TaskState, ToolStatus, Verdict};
-use tokio::sync::{Mutex, Notify};
+use tokio::sync::{Mutex, Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::config::Config;
-use crate::store::{Store, StoreError, TaskRow};
+use crate::store::{LEASE_RENEW_MS, Store, StoreError, TaskRow};
+use crate::tools::commands::{Command, WaitEnd};
 use crate::tools::{CommandRegistry, Registry};
 
 /// Why an answer was refused.
@@ -45,10 +55,24 @@ pub enum AnswerError {
     Store(#[from] StoreError),
 }
 
+/// Why an agent was not removed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    #[error(
+        "agent {0} is running task {1}; stop it first, or remove the agent with --force (which \
+         stops it)"
+    )]
+    Busy(String, String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// A task whose loop is running.
 struct Running {
     agent_id: i64,
     agent: String,
+    /// Set for a subagent: outside the scheduler's limits, never steered by agent name.
+    parent: Option<String>,
     cancel: CancellationToken,
     /// Raised when the person sent a new instruction: the loop skips the rest of its batch.
     steered: Arc<AtomicBool>,
@@ -65,6 +89,8 @@ pub struct Runtime {
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
+    /// Bumped whenever a task's loop exits: parents waiting for subagents re-check.
+    finished: watch::Sender<u64>,
     tracker: TaskTracker,
     /// The daemon's shutdown: loops stop where they are, leaving tasks to resume at the next
     /// start (a shutdown is not a verdict).
@@ -86,6 +112,7 @@ impl Runtime {
             workspaces,
             running: Mutex::new(HashMap::new()),
             wake: Notify::new(),
+            finished: watch::Sender::new(0),
             tracker: TaskTracker::new(),
             shutdown,
         })
@@ -116,7 +143,56 @@ impl Runtime {
         }
         let runtime = self.clone();
         self.tracker.spawn(async move { runtime.schedule().await });
+        let runtime = self.clone();
+        self.tracker
+            .spawn(async move { runtime.renew_leases().await });
         Ok(count)
+    }
+
+    /// Renews the lease of every running task every [`LEASE_RENEW_MS`], until shutdown.
+    async fn renew_leases(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(Duration::from_millis(LEASE_RENEW_MS));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await; // the first tick is immediate; starting a task sets its lease
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = self.shutdown.cancelled() => return,
+            }
+            let ids: Vec<String> = self.running.lock().await.keys().cloned().collect();
+            if let Err(error) = self.store.renew_leases(&ids).await {
+                tracing::error!(%error, "cannot renew the leases of running tasks");
+            }
+        }
+    }
+
+    /// Records `command_ended` in the task when the background command ends (not at
+    /// shutdown: then the next start reports it lost).
+    pub fn watch_command(self: &Arc<Self>, task: TaskRow, command: Arc<Command>) {
+        let rt = self.clone();
+        self.tracker.spawn(async move {
+            let year = Duration::from_secs(365 * 24 * 3600);
+            loop {
+                match command.wait_exit(year, &rt.shutdown).await {
+                    WaitEnd::Exited => break,
+                    WaitEnd::TimedOut => continue,
+                    WaitEnd::Cancelled => return,
+                }
+            }
+            let Some(exit) = command.exit() else { return };
+            let body = EventBody::CommandEnded {
+                command_id: command.id().to_owned(),
+                status: exit.to_string(),
+            };
+            if let Err(error) = rt.store.append_to_task(&task, &body).await {
+                tracing::warn!(%error, "cannot record a command's end");
+            }
+        });
+    }
+
+    /// A receiver that changes whenever a task's loop exits.
+    pub fn finished(&self) -> watch::Receiver<u64> {
+        self.finished.subscribe()
     }
 
     /// The scheduler loop.
@@ -136,15 +212,25 @@ impl Runtime {
     async fn fill(self: &Arc<Self>) -> Result<(), StoreError> {
         let limit = self.config.max_concurrent_tasks;
         let mut running = self.running.lock().await;
-        if running.len() >= limit || self.shutdown.is_cancelled() {
+        if self.shutdown.is_cancelled() {
             return Ok(());
         }
+        let top_level = |running: &HashMap<String, Running>| {
+            running.values().filter(|r| r.parent.is_none()).count()
+        };
         for task in self.store.tasks_in(&[TaskState::Queued]).await? {
-            if running.len() >= limit {
-                break;
+            if task.parent_id.is_some() {
+                self.spawn(&mut running, task);
+                continue;
+            }
+            if top_level(&running) >= limit {
+                continue;
             }
             // Oldest first: an agent's later tasks wait behind its running one.
-            if running.values().any(|r| r.agent_id == task.agent_id) {
+            if running
+                .values()
+                .any(|r| r.agent_id == task.agent_id && r.parent.is_none())
+            {
                 continue;
             }
             self.spawn(&mut running, task);
@@ -160,6 +246,7 @@ impl Runtime {
             Running {
                 agent_id: task.agent_id,
                 agent: task.agent.clone(),
+                parent: task.parent_id.clone(),
                 cancel: cancel.clone(),
                 steered: steered.clone(),
             },
@@ -186,6 +273,7 @@ impl Runtime {
                     }
                 }
                 runtime.running.lock().await.remove(&id);
+                runtime.finished.send_modify(|n| *n += 1);
                 runtime.wake.notify_one();
             }
             .instrument(span),
@@ -197,6 +285,12 @@ impl Runtime {
     /// killed (a task that ended `waiting` may still have some). `false` if it had already
     /// ended.
     pub async fn stop(&self, task_id: &str) -> Result<bool, StoreError> {
+        // A task's subagents are part of its work: they stop with it.
+        for child in self.store.subagents(task_id).await? {
+            if !child.state().is_final() {
+                Box::pin(self.stop(&child.id)).await?;
+            }
+        }
         let running = self.running.lock().await;
         self.commands.kill_task(task_id);
         if let Some(task) = running.get(task_id) {
@@ -223,7 +317,10 @@ impl Runtime {
         text: &str,
     ) -> Result<Option<(String, i64)>, StoreError> {
         let running = self.running.lock().await;
-        let Some((task_id, task)) = running.iter().find(|(_, r)| r.agent == agent) else {
+        let Some((task_id, task)) = running
+            .iter()
+            .find(|(_, r)| r.agent == agent && r.parent.is_none())
+        else {
             return Ok(None);
         };
         let row = self.store.task(task_id).await?;
@@ -232,7 +329,78 @@ impl Runtime {
         };
         let event = self.store.append_to_task(&row, &body).await?;
         task.steered.store(true, Ordering::SeqCst);
-        Ok(Some((row.thread, event.seq)))
+        Ok(Some((row.id, event.seq)))
+    }
+
+    /// A message to one task: steering when it runs; added before its first step when it is
+    /// queued; a new turn (like `continue`) when it ended.
+    pub async fn message_task(&self, task_id: &str, text: &str) -> Result<(), AnswerError> {
+        let running = self.running.lock().await;
+        let task = self.store.task(task_id).await?;
+        let body = EventBody::UserMessage {
+            text: text.to_owned(),
+        };
+        self.store.append_to_task(&task, &body).await?;
+        if let Some(run) = running.get(task_id) {
+            run.steered.store(true, Ordering::SeqCst);
+        } else if task.state().is_final() {
+            self.store.set_task_state(&task, TaskState::Queued).await?;
+            drop(running);
+            self.enqueue();
+        }
+        Ok(())
+    }
+
+    /// Removes an agent. Refused while one of its tasks runs unless `force`, which stops it
+    /// first; its queued and waiting tasks end `cancelled` (they would have no agent).
+    pub async fn remove_agent(&self, name: &str, force: bool) -> Result<(), RemoveError> {
+        let agent = self.store.agent(name).await?;
+        let open = self
+            .store
+            .list_tasks(Some(name), None, u32::MAX)
+            .await?
+            .into_iter()
+            .filter(|t| !t.state().is_final())
+            .collect::<Vec<_>>();
+        let busy = open.iter().find(|t| {
+            matches!(t.state(), TaskState::Running | TaskState::Recovering) && t.parent_id.is_none()
+        });
+        if let (Some(task), false) = (busy, force) {
+            return Err(RemoveError::Busy(agent.name, task.id.clone()));
+        }
+        let mut finished = self.finished();
+        for task in &open {
+            self.stop(&task.id).await?;
+        }
+        // Running loops record their own `cancelled`; wait for them (bounded).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = self
+                .running
+                .lock()
+                .await
+                .values()
+                .any(|r| r.agent_id == agent.id);
+            if !left {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, finished.changed())
+                .await
+                .is_err()
+            {
+                tracing::warn!(agent = name, "removing the agent while a loop still stops");
+                break;
+            }
+        }
+        for task in self.store.list_tasks(Some(name), None, u32::MAX).await? {
+            if !task.state().is_final() {
+                self.store
+                    .finish_task(&task, Verdict::Cancelled, "the agent was removed")
+                    .await?;
+            }
+        }
+        self.store.delete_agent(name).await?;
+        Ok(())
     }
 
     /// Answers the task's open question and queues it to continue. The answer becomes the

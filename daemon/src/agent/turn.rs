@@ -9,6 +9,7 @@
 //! next start); a stop request cancels the model request or the tool wait, kills the task's
 //! commands, and ends with `cancelled`.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,19 +23,17 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
-use super::control::{
-    self, ReportBlocked, ReportDone, RequestTakeover, RequestUserInput, SendMessage, UpdatePlan,
-};
+use super::control;
 use super::fuse::{Fuse, LoopGuard};
-use super::history::{History, REMIND_SEND};
-use super::memory;
+use super::history::History;
 use super::prompt;
+use super::{memory, subagents};
 use crate::providers::{ModelReply, ModelRequest, Provider, ProviderError, ToolDef};
 use crate::store::{StoreError, TaskRow};
 use crate::tools::{ToolContext, ToolKind, ToolOutput};
 
 /// Why the loop stopped without a verdict.
-enum Halt {
+pub(super) enum Halt {
     /// The daemon is shutting down: leave the task to resume later.
     Shutdown,
     /// The store failed: nothing more can be recorded.
@@ -62,6 +61,7 @@ pub(super) async fn run(
         reminders: Vec::new(),
         asked_person: false,
         steered,
+        known_background: HashSet::new(),
     };
     match turn.drive().await {
         Ok(Ending::WaitForHuman) => {
@@ -85,10 +85,10 @@ pub(super) async fn run(
     }
 }
 
-struct Turn {
-    rt: Arc<Runtime>,
-    task: TaskRow,
-    cancel: CancellationToken,
+pub(super) struct Turn {
+    pub(super) rt: Arc<Runtime>,
+    pub(super) task: TaskRow,
+    pub(super) cancel: CancellationToken,
     guard: LoopGuard,
     /// Reminders from the loop guard, told to the model once the whole batch has its results
     /// (a note between two results of one reply would break the wire format).
@@ -97,16 +97,18 @@ struct Turn {
     asked_person: bool,
     /// Raised by `Runtime::steer`: a new instruction arrived mid-batch.
     steered: Arc<AtomicBool>,
+    /// Background commands already recorded (`command_started`).
+    pub(super) known_background: HashSet<String>,
 }
 
 /// One call of a batch, parsed.
-struct Call {
-    record: ToolCallRecord,
-    args: Result<Value, String>,
+pub(super) struct Call {
+    pub(super) record: ToolCallRecord,
+    pub(super) args: Result<Value, String>,
 }
 
 /// What a batch ended with.
-enum BatchEnd {
+pub(super) enum BatchEnd {
     Continue,
     Finish(Verdict, String),
     /// A question to the person: the task waits for the answer.
@@ -162,6 +164,8 @@ impl Turn {
             };
             self.record_result(call, status, output).await?;
         }
+        self.report_lost_commands(&history).await?;
+        self.known_background = history.background.iter().map(|b| b.id.clone()).collect();
         self.rt
             .store
             .set_task_state(&self.task, TaskState::Running)
@@ -191,16 +195,32 @@ impl Turn {
             }
         };
 
+        let (budget, budget_name) = if self.task.parent_id.is_some() {
+            (
+                self.rt.config.subagent_max_rounds,
+                "LAZYBOY_SUBAGENT_MAX_ROUNDS",
+            )
+        } else {
+            (self.rt.config.max_rounds_total, "LAZYBOY_MAX_ROUNDS_TOTAL")
+        };
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(self.cancelled());
             }
-            if history.rounds >= self.rt.config.max_rounds_total {
+            // The last reply had no calls: the turn ends (also when resuming after a restart).
+            if let Some(text) = history.ending.clone() {
+                if let Some(verdict) = self.end_turn(&history, &text).await? {
+                    return Ok(verdict);
+                }
+                self.catch_up(&mut history).await?;
+                continue;
+            }
+            if history.rounds >= budget {
                 return Ok((
                     Verdict::BudgetExhausted,
                     format!(
-                        "stopped after {} model rounds (LAZYBOY_MAX_ROUNDS_TOTAL); the work is \
-                         not finished",
+                        "stopped after {} model rounds ({budget_name}); the work is not \
+                         finished",
                         history.rounds
                     ),
                 ));
@@ -243,25 +263,7 @@ impl Turn {
             })
             .await?;
 
-            if calls.is_empty() {
-                if history.acted && history.last_message.is_none() && !history.reminded_to_send {
-                    self.append(EventBody::RuntimeNote {
-                        text: REMIND_SEND.to_owned(),
-                    })
-                    .await?;
-                } else {
-                    let message = history
-                        .last_message
-                        .clone()
-                        .unwrap_or_else(|| reply.text.trim().to_owned());
-                    let verdict = if self.rt.commands.running_for_task(&self.task.id).is_empty() {
-                        Verdict::Answer
-                    } else {
-                        Verdict::Waiting
-                    };
-                    return Ok((verdict, message));
-                }
-            } else {
+            if !calls.is_empty() {
                 match self.run_batch(&calls, &workspace).await? {
                     BatchEnd::Continue => {}
                     BatchEnd::Finish(verdict, message) => return Ok((verdict, message)),
@@ -276,7 +278,7 @@ impl Turn {
         }
     }
 
-    async fn load_history(&self) -> Result<History, Halt> {
+    pub(super) async fn load_history(&self) -> Result<History, Halt> {
         let mut history = History::default();
         self.catch_up(&mut history).await?;
         Ok(history)
@@ -296,7 +298,7 @@ impl Turn {
         Ok(())
     }
 
-    fn cancelled(&self) -> (Verdict, String) {
+    pub(super) fn cancelled(&self) -> (Verdict, String) {
         self.rt.commands.kill_task(&self.task.id);
         (Verdict::Cancelled, "stopped by the person".to_owned())
     }
@@ -324,10 +326,38 @@ impl Turn {
             .collect();
         defs.extend(control::specs());
         defs.extend(memory::specs());
+        defs.extend(subagents::specs());
+        defs.retain(|def| self.refusal(&def.name).is_none());
         defs
     }
 
-    async fn append(&self, body: EventBody) -> Result<(), Halt> {
+    /// Why this task may not use the tool `name`, if it may not: subagents never get the
+    /// subagent tools or the ones that ask the person, and keep to the tools they were given
+    /// (the plan and report tools always stay).
+    pub(super) fn refusal(&self, name: &str) -> Option<String> {
+        self.task.parent_id.as_ref()?;
+        if subagents::withheld_from_subagents(name) {
+            return Some(format!(
+                "{name} is not available to a subagent; report_blocked if you need the person"
+            ));
+        }
+        let always = matches!(
+            name,
+            control::UPDATE_PLAN
+                | control::SEND_MESSAGE
+                | control::REPORT_DONE
+                | control::REPORT_BLOCKED
+        );
+        match self.task.allowed_tools() {
+            Some(allowed) if !always && !allowed.iter().any(|t| t == name) => Some(format!(
+                "{name} is not among the tools you were given: {}",
+                allowed.join(", ")
+            )),
+            _ => None,
+        }
+    }
+
+    pub(super) async fn append(&self, body: EventBody) -> Result<(), Halt> {
         self.rt.store.append_to_task(&self.task, &body).await?;
         Ok(())
     }
@@ -370,7 +400,7 @@ impl Turn {
 
     /// Runs `fut`, appending a heartbeat every interval while it is pending. Stops early on
     /// shutdown.
-    async fn with_heartbeat<T>(
+    pub(super) async fn with_heartbeat<T>(
         &self,
         operation: &str,
         fut: impl Future<Output = T>,
@@ -390,7 +420,7 @@ impl Turn {
         }
     }
 
-    async fn record_result(
+    pub(super) async fn record_result(
         &self,
         call: &ToolCallRecord,
         status: ToolStatus,
@@ -516,6 +546,7 @@ impl Turn {
             let output = self
                 .with_heartbeat(&operation, self.run_tool(call, workspace))
                 .await?;
+            self.note_background().await?;
             if let Some(end) = self.finish_call(call, kind, output).await? {
                 return Ok(end);
             }
@@ -524,6 +555,9 @@ impl Turn {
     }
 
     async fn run_tool(&self, call: &Call, workspace: &Path) -> ToolOutput {
+        if let Some(refusal) = self.refusal(&call.record.name) {
+            return ToolOutput::error(refusal);
+        }
         let args = match &call.args {
             Ok(args) => args.clone(),
             Err(message) => return ToolOutput::error(message.clone()),
@@ -584,165 +618,9 @@ impl Turn {
             Fuse::Block(reason) => Ok(Some(BatchEnd::Finish(Verdict::Blocked, reason))),
         }
     }
-
-    /// Runs a control tool; `Some` when it ends the turn.
-    async fn run_control(
-        &mut self,
-        call: &Call,
-        alone_violation: bool,
-        workspace: &Path,
-    ) -> Result<Option<BatchEnd>, Halt> {
-        let name = call.record.name.as_str();
-        self.append(intent(&call.record)).await?;
-        let args = match &call.args {
-            Ok(args) => args.clone(),
-            Err(message) => {
-                self.record_result(&call.record, ToolStatus::Error, message.clone())
-                    .await?;
-                return Ok(None);
-            }
-        };
-        if control::must_be_alone(name) && alone_violation {
-            self.record_result(
-                &call.record,
-                ToolStatus::Error,
-                format!("{name} must be the only call in its reply; the other calls ran, this one did not. Call it again on its own when you are ready."),
-            )
-            .await?;
-            return Ok(None);
-        }
-        if control::asks_the_person(name) {
-            return self.ask_person(call, args).await;
-        }
-        if memory::is_memory(name) {
-            let output = memory::handle(&self.rt.store, self.task.agent_id, name, args).await;
-            let status = if output.is_error {
-                ToolStatus::Error
-            } else {
-                ToolStatus::Ok
-            };
-            self.record_result(&call.record, status, output.text)
-                .await?;
-            return Ok(None);
-        }
-        let outcome: Result<(String, Option<BatchEnd>), String> = match name {
-            control::UPDATE_PLAN => match control::parse::<UpdatePlan>(name, args) {
-                Ok(update) => match control::check_plan(&update.plan) {
-                    Ok(()) => {
-                        self.append(EventBody::PlanUpdated {
-                            steps: update.plan,
-                            explanation: update.explanation,
-                        })
-                        .await?;
-                        Ok(("plan updated".into(), None))
-                    }
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            },
-            control::SEND_MESSAGE => match control::parse::<SendMessage>(name, args) {
-                Ok(message) if !message.text.trim().is_empty() => {
-                    self.append(EventBody::AgentMessage { text: message.text })
-                        .await?;
-                    Ok(("sent".into(), None))
-                }
-                Ok(_) => Err("send_message needs a non-empty text".into()),
-                Err(e) => Err(e),
-            },
-            control::REPORT_DONE => match control::parse::<ReportDone>(name, args) {
-                Ok(report) => {
-                    let history = self.load_history().await?;
-                    let running: Vec<String> = self
-                        .rt
-                        .commands
-                        .running_for_task(&self.task.id)
-                        .into_iter()
-                        .map(|c| c.id)
-                        .collect();
-                    match control::check_done(&report, &history.plan, &running, workspace) {
-                        Ok(()) => {
-                            let mut message = report.summary.trim().to_owned();
-                            if !report.files.is_empty() {
-                                message.push_str(&format!("\nFiles: {}", report.files.join(", ")));
-                            }
-                            message.push_str(&format!("\nEvidence: {}", report.evidence.trim()));
-                            Ok((
-                                "accepted".into(),
-                                Some(BatchEnd::Finish(Verdict::Done, message)),
-                            ))
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                Err(e) => Err(e),
-            },
-            control::REPORT_BLOCKED => match control::parse::<ReportBlocked>(name, args) {
-                Ok(report) => {
-                    let mut message = report.reason.trim().to_owned();
-                    if !report.alternatives.is_empty() {
-                        message.push_str(&format!(
-                            "\nAlternatives: {}",
-                            report.alternatives.join("; ")
-                        ));
-                    }
-                    Ok((
-                        "recorded".into(),
-                        Some(BatchEnd::Finish(Verdict::Blocked, message)),
-                    ))
-                }
-                Err(e) => Err(e),
-            },
-            _ => Err(format!("unknown control tool {name}")),
-        };
-        match outcome {
-            Ok((text, end)) => {
-                self.record_result(&call.record, ToolStatus::Ok, text)
-                    .await?;
-                Ok(end)
-            }
-            Err(text) => {
-                self.record_result(&call.record, ToolStatus::Error, text)
-                    .await?;
-                Ok(None)
-            }
-        }
-    }
 }
 
-impl Turn {
-    /// Records the question; the call's result will be the person's answer.
-    async fn ask_person(&mut self, call: &Call, args: Value) -> Result<Option<BatchEnd>, Halt> {
-        let name = call.record.name.as_str();
-        let question = if name == control::REQUEST_TAKEOVER {
-            control::parse::<RequestTakeover>(name, args).map(|t| EventBody::Question {
-                call_id: call.record.id.clone(),
-                question: t.instructions,
-                options: Vec::new(),
-                takeover: Some(t.reason),
-            })
-        } else {
-            control::parse::<RequestUserInput>(name, args).map(|q| EventBody::Question {
-                call_id: call.record.id.clone(),
-                question: q.question,
-                options: q.options,
-                takeover: None,
-            })
-        };
-        match question {
-            Ok(question) => {
-                self.append(question).await?;
-                Ok(Some(BatchEnd::AskPerson))
-            }
-            Err(message) => {
-                self.record_result(&call.record, ToolStatus::Error, message)
-                    .await?;
-                Ok(None)
-            }
-        }
-    }
-}
-
-fn intent(call: &ToolCallRecord) -> EventBody {
+pub(super) fn intent(call: &ToolCallRecord) -> EventBody {
     EventBody::ToolCall {
         call_id: call.id.clone(),
         name: call.name.clone(),

@@ -40,7 +40,9 @@ fn api(state: AppState) -> Router {
         )
         .route(
             "/api/agents/{name}",
-            get(routes::agents::show).delete(routes::agents::delete),
+            get(routes::agents::show)
+                .patch(routes::agents::update)
+                .delete(routes::agents::delete),
         )
         .route("/api/agents/{name}/messages", post(routes::messages::post))
         .route("/api/agents/{name}/events", get(routes::events::agent))

@@ -1,6 +1,8 @@
 //! Agents and their chat threads. Every change here appends an event in the same transaction.
 
-use lazyboy_protocol::{Agent, EventBody};
+use std::path::Path;
+
+use lazyboy_protocol::{Agent, AgentState, EventBody, TaskState};
 use sqlx::Connection;
 
 use super::events::{LiveEvent, Target, insert, insert_into_chat};
@@ -13,26 +15,66 @@ pub struct AgentRow {
     pub name: String,
     pub instructions: String,
     pub model: Option<String>,
+    /// `None`: the default workspace.
+    pub workspace: Option<String>,
     pub created_at_ms: i64,
     pub thread: String,
+    /// The top-level task the agent's state is about, with its state and lease.
+    #[sqlx(default)]
+    pub current_task: Option<String>,
+    #[sqlx(default)]
+    pub task_state: Option<String>,
+    #[sqlx(default)]
+    pub heartbeat_at_ms: Option<i64>,
+    #[sqlx(default)]
+    pub lease_expires_at_ms: Option<i64>,
 }
 
-impl From<AgentRow> for Agent {
-    fn from(row: AgentRow) -> Agent {
+impl AgentRow {
+    /// The directory the agent's tasks work in: its own, else `<workspaces>/<name>`.
+    pub fn workspace_in(&self, workspaces: &Path) -> std::path::PathBuf {
+        match &self.workspace {
+            Some(dir) => dir.into(),
+            None => workspaces.join(&self.name),
+        }
+    }
+
+    /// The API's view, with the default workspace under `workspaces`.
+    pub fn to_api(&self, workspaces: &Path) -> Agent {
+        let state = match self.task_state.as_deref().and_then(TaskState::parse) {
+            Some(TaskState::Running) => AgentState::Running,
+            Some(TaskState::Recovering) => AgentState::Recovering,
+            Some(TaskState::WaitingForHuman) => AgentState::WaitingForHuman,
+            Some(TaskState::Queued) => AgentState::Queued,
+            _ => AgentState::Idle,
+        };
         Agent {
-            name: row.name,
-            instructions: row.instructions,
-            model: row.model,
-            thread: row.thread,
-            created_at_ms: row.created_at_ms,
+            name: self.name.clone(),
+            instructions: self.instructions.clone(),
+            model: self.model.clone(),
+            workspace: self.workspace_in(workspaces).display().to_string(),
+            thread: self.thread.clone(),
+            created_at_ms: self.created_at_ms,
+            state,
+            current_task: self.current_task.clone(),
+            heartbeat_at_ms: self.heartbeat_at_ms,
+            lease_expires_at_ms: self.lease_expires_at_ms,
         }
     }
 }
 
-const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.created_at_ms, \
-                           t.id AS thread \
-                           FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
-                           WHERE a.deleted_at_ms IS NULL";
+/// Live agents with the task that says what each is doing: the running one first, then one
+/// waiting for the person, then the oldest queued one (subagents do not count).
+const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
+    a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
+    c.heartbeat_at_ms, c.lease_expires_at_ms \
+    FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
+    LEFT JOIN tasks c ON c.id = (SELECT x.id FROM tasks x WHERE x.agent_id = a.id \
+        AND x.parent_id IS NULL \
+        AND x.state IN ('running', 'recovering', 'waiting_for_human', 'queued') \
+        ORDER BY x.state IN ('running', 'recovering') DESC, \
+        x.state = 'waiting_for_human' DESC, x.created_at_ms, x.id LIMIT 1) \
+    WHERE a.deleted_at_ms IS NULL";
 
 impl Store {
     /// Creates an agent and its chat thread, and logs `agent_created`.
@@ -41,17 +83,19 @@ impl Store {
         name: &str,
         instructions: &str,
         model: Option<&str>,
+        workspace: Option<&str>,
     ) -> Result<AgentRow, StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
         let now = now_ms();
         let inserted = sqlx::query_scalar(
-            "INSERT INTO agents (name, instructions, model, created_at_ms) VALUES (?, ?, ?, ?) \
-             RETURNING id",
+            "INSERT INTO agents (name, instructions, model, workspace, created_at_ms) \
+             VALUES (?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(name)
         .bind(instructions)
         .bind(model)
+        .bind(workspace)
         .bind(now)
         .fetch_one(&mut *tx)
         .await;
@@ -89,8 +133,13 @@ impl Store {
             name: name.to_owned(),
             instructions: instructions.to_owned(),
             model: model.map(str::to_owned),
+            workspace: workspace.map(str::to_owned),
             created_at_ms: now,
             thread,
+            current_task: None,
+            task_state: None,
+            heartbeat_at_ms: None,
+            lease_expires_at_ms: None,
         })
     }
 
@@ -108,6 +157,51 @@ impl Store {
             .fetch_optional(&self.inner.reader)
             .await?
             .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))
+    }
+
+    /// Changes an agent's instructions, model or workspace (the `Some` ones; an empty model
+    /// or workspace goes back to the default) and logs `agent_updated`.
+    pub async fn update_agent(
+        &self,
+        name: &str,
+        instructions: Option<&str>,
+        model: Option<&str>,
+        workspace: Option<&str>,
+    ) -> Result<AgentRow, StoreError> {
+        let mut writer = self.inner.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        let sql = format!("{SELECT_LIVE} AND a.name = ?");
+        let mut agent: AgentRow = sqlx::query_as(&sql)
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))?;
+        let cleared = |value: &str| (!value.is_empty()).then(|| value.to_owned());
+        if let Some(instructions) = instructions {
+            agent.instructions = instructions.to_owned();
+        }
+        if let Some(model) = model {
+            agent.model = cleared(model);
+        }
+        if let Some(workspace) = workspace {
+            agent.workspace = cleared(workspace);
+        }
+        sqlx::query("UPDATE agents SET instructions = ?, model = ?, workspace = ? WHERE id = ?")
+            .bind(&agent.instructions)
+            .bind(&agent.model)
+            .bind(&agent.workspace)
+            .bind(agent.id)
+            .execute(&mut *tx)
+            .await?;
+        let body = EventBody::AgentUpdated {
+            instructions: agent.instructions.clone(),
+            model: agent.model.clone(),
+            workspace: agent.workspace.clone(),
+        };
+        let event = insert(&mut tx, &agent.target(), &body).await?;
+        tx.commit().await?;
+        self.inner.bus.publish(event);
+        Ok(agent)
     }
 
     /// Deletes an agent (its events stay in the log) and logs `agent_deleted`.

@@ -244,7 +244,10 @@ mod tests {
         let store = Store::open(&dir.path().join("t.db"), Bus::default())
             .await
             .unwrap();
-        store.create_agent("ops", "", Some("m")).await.unwrap();
+        store
+            .create_agent("ops", "", Some("m"), None)
+            .await
+            .unwrap();
         let text = "quotes \" and \\ and\nnewlines, unicode é ✓, and </script>";
         let body = EventBody::UserMessage { text: text.into() };
         let (_, written) = store.append_to_agent("ops", &body).await.unwrap();

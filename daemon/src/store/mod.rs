@@ -12,7 +12,7 @@ mod tasks;
 
 pub use agents::AgentRow;
 pub use events::{EventFilter, LiveEvent};
-pub use tasks::TaskRow;
+pub use tasks::{LEASE_RENEW_MS, LEASE_TTL_MS, TaskRow};
 
 use std::path::Path;
 use std::str::FromStr;

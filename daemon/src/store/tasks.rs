@@ -4,10 +4,16 @@
 //! in the same transaction as the event recording it, so the two never disagree.
 
 use lazyboy_protocol::{EventBody, Task, TaskState, Verdict};
-use sqlx::Connection;
+use sqlx::{Connection, SqliteConnection};
 
 use super::events::{LiveEvent, Target, insert};
 use super::{Store, StoreError, now_ms};
+
+/// How long a running task's lease lasts without renewal. The loop renews it every
+/// [`LEASE_RENEW_MS`]; a lease that ran out means the loop is gone (or the daemon is).
+pub const LEASE_TTL_MS: i64 = 30_000;
+/// How often the runtime renews the leases of running tasks.
+pub const LEASE_RENEW_MS: u64 = 10_000;
 
 /// A task, with what the runtime needs to append to it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -25,9 +31,21 @@ pub struct TaskRow {
     pub final_message: Option<String>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+    pub parent_id: Option<String>,
+    /// For a subagent: the JSON list of tools it may use (`None`: all a subagent may have).
+    pub tools: Option<String>,
+    pub heartbeat_at_ms: Option<i64>,
+    pub lease_expires_at_ms: Option<i64>,
 }
 
 impl TaskRow {
+    /// The tools a subagent was limited to, if any.
+    pub fn allowed_tools(&self) -> Option<Vec<String>> {
+        self.tools
+            .as_deref()
+            .and_then(|json| serde_json::from_str(json).ok())
+    }
+
     pub fn state(&self) -> TaskState {
         TaskState::parse(&self.state).unwrap_or(TaskState::Failed)
     }
@@ -58,13 +76,17 @@ impl From<TaskRow> for Task {
             final_message: row.final_message,
             created_at_ms: row.created_at_ms,
             updated_at_ms: row.updated_at_ms,
+            parent: row.parent_id,
+            heartbeat_at_ms: row.heartbeat_at_ms,
+            lease_expires_at_ms: row.lease_expires_at_ms,
         }
     }
 }
 
 const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, a.model, \
                            t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
-                           t.final_message, t.created_at_ms, t.updated_at_ms \
+                           t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, \
+                           t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms \
                            FROM tasks t JOIN agents a ON a.id = t.agent_id";
 
 fn verdict_str(verdict: Verdict) -> String {
@@ -82,6 +104,19 @@ impl Store {
         objective: &str,
         workspace: &str,
     ) -> Result<TaskRow, StoreError> {
+        Ok(self
+            .create_task_logged(agent, objective, workspace)
+            .await?
+            .0)
+    }
+
+    /// [`Store::create_task`], also returning the `task_created` event.
+    pub async fn create_task_logged(
+        &self,
+        agent: &str,
+        objective: &str,
+        workspace: &str,
+    ) -> Result<(TaskRow, LiveEvent), StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
         let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
@@ -92,53 +127,94 @@ impl Store {
         .await?;
         let (agent_id, instructions, model) =
             found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
-        let now = now_ms();
-        let id = format!("t-{}", uuid::Uuid::now_v7().simple());
-        let thread = uuid::Uuid::now_v7().to_string();
-        sqlx::query(
-            "INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES (?, ?, 'task', ?)",
-        )
-        .bind(&thread)
-        .bind(agent_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO tasks (id, agent_id, thread_id, objective, workspace, state, \
-             created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
-        )
-        .bind(&id)
-        .bind(agent_id)
-        .bind(&thread)
-        .bind(objective)
-        .bind(workspace)
-        .bind(now)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
         let row = TaskRow {
-            id,
+            id: String::new(),
             agent_id,
             agent: agent.to_owned(),
             instructions,
             model,
-            thread,
+            thread: String::new(),
             objective: objective.to_owned(),
             workspace: workspace.to_owned(),
             state: TaskState::Queued.as_str().to_owned(),
             verdict: None,
             final_message: None,
-            created_at_ms: now,
-            updated_at_ms: now,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            parent_id: None,
+            tools: None,
+            heartbeat_at_ms: None,
+            lease_expires_at_ms: None,
         };
-        let body = EventBody::TaskCreated {
-            objective: objective.to_owned(),
-            workspace: workspace.to_owned(),
-        };
-        let event = insert(&mut tx, &row.target(), &body).await?;
+        let (row, event) = insert_task(&mut tx, row).await?;
         tx.commit().await?;
-        self.inner.bus.publish(event);
+        self.inner.bus.publish(event.clone());
+        Ok((row, event))
+    }
+
+    /// Creates a subagent of `parent` (same agent and workspace, limited to `tools` when
+    /// given), queued; logs `subagent_spawned` in the parent and `task_created` in the child.
+    pub async fn create_subagent(
+        &self,
+        parent: &TaskRow,
+        objective: &str,
+        tools: Option<&[String]>,
+    ) -> Result<TaskRow, StoreError> {
+        let mut writer = self.inner.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        let row = TaskRow {
+            id: String::new(),
+            thread: String::new(),
+            objective: objective.to_owned(),
+            state: TaskState::Queued.as_str().to_owned(),
+            verdict: None,
+            final_message: None,
+            parent_id: Some(parent.id.clone()),
+            tools: tools.map(|t| serde_json::Value::from(t.to_vec()).to_string()),
+            heartbeat_at_ms: None,
+            lease_expires_at_ms: None,
+            ..parent.clone()
+        };
+        let (row, created) = insert_task(&mut tx, row).await?;
+        let spawned = EventBody::SubagentSpawned {
+            task: row.id.clone(),
+            objective: objective.to_owned(),
+        };
+        let noted = insert(&mut tx, &parent.target(), &spawned).await?;
+        tx.commit().await?;
+        self.inner.bus.publish(created);
+        self.inner.bus.publish(noted);
         Ok(row)
+    }
+
+    /// The subagents of `parent`, oldest first.
+    pub async fn subagents(&self, parent: &str) -> Result<Vec<TaskRow>, StoreError> {
+        let sql = format!("{SELECT_TASK} WHERE t.parent_id = ? ORDER BY t.created_at_ms, t.id");
+        Ok(sqlx::query_as(&sql)
+            .bind(parent)
+            .fetch_all(&self.inner.reader)
+            .await?)
+    }
+
+    /// Renews the leases of these running tasks: one statement, no event (a lease is state,
+    /// not history).
+    pub async fn renew_leases(&self, ids: &[String]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let now = now_ms();
+        let placeholders = vec!["?"; ids.len()].join(",");
+        let sql = format!(
+            "UPDATE tasks SET heartbeat_at_ms = ?, lease_expires_at_ms = ? \
+             WHERE state IN ('running', 'recovering') AND id IN ({placeholders})"
+        );
+        let mut query = sqlx::query(&sql).bind(now).bind(now + LEASE_TTL_MS);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let mut writer = self.inner.writer.lock().await;
+        query.execute(&mut *writer).await?;
+        Ok(())
     }
 
     /// The task with this id.
@@ -258,14 +334,23 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
+        let now = now_ms();
+        // A task that runs holds a lease from now on; one that does not, holds none.
+        let holds_lease = matches!(state, TaskState::Running | TaskState::Recovering);
         sqlx::query(
             "UPDATE tasks SET state = ?, verdict = ?, final_message = COALESCE(?, final_message), \
-             updated_at_ms = ? WHERE id = ?",
+             updated_at_ms = ?, \
+             heartbeat_at_ms = CASE WHEN ? THEN ? ELSE heartbeat_at_ms END, \
+             lease_expires_at_ms = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?",
         )
         .bind(state.as_str())
         .bind(verdict.map(verdict_str))
         .bind(message)
-        .bind(now_ms())
+        .bind(now)
+        .bind(holds_lease)
+        .bind(now)
+        .bind(holds_lease)
+        .bind(now + LEASE_TTL_MS)
         .bind(&task.id)
         .execute(&mut *tx)
         .await?;
@@ -274,4 +359,43 @@ impl Store {
         self.inner.bus.publish(event);
         Ok(())
     }
+}
+
+/// Inserts `row` (its id, thread and times are made here) with its thread and `task_created`.
+async fn insert_task(
+    tx: &mut SqliteConnection,
+    mut row: TaskRow,
+) -> Result<(TaskRow, LiveEvent), StoreError> {
+    let now = now_ms();
+    row.id = format!("t-{}", uuid::Uuid::now_v7().simple());
+    row.thread = uuid::Uuid::now_v7().to_string();
+    row.created_at_ms = now;
+    row.updated_at_ms = now;
+    sqlx::query("INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES (?, ?, 'task', ?)")
+        .bind(&row.thread)
+        .bind(row.agent_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO tasks (id, agent_id, thread_id, objective, workspace, state, parent_id, \
+         tools, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+    )
+    .bind(&row.id)
+    .bind(row.agent_id)
+    .bind(&row.thread)
+    .bind(&row.objective)
+    .bind(&row.workspace)
+    .bind(&row.parent_id)
+    .bind(&row.tools)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    let body = EventBody::TaskCreated {
+        objective: row.objective.clone(),
+        workspace: row.workspace.clone(),
+    };
+    let event = insert(tx, &row.target(), &body).await?;
+    Ok((row, event))
 }

@@ -1,12 +1,16 @@
-//! `/api/agents`: create, list, show, delete.
+//! `/api/agents`: create, list, show, edit, delete. An agent is shown with what it is doing
+//! (its state, current task and lease).
+
+use std::path::Path;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use lazyboy_protocol::{Agent, AgentList, CreateAgent, valid_agent_name};
+use lazyboy_protocol::{Agent, AgentList, CreateAgent, UpdateAgent, valid_agent_name};
 
+use crate::agent::RemoveError;
 use crate::api::AppState;
-use crate::api::error::{ApiError, ApiJson, ApiPath};
+use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 
 pub async fn create(
     State(state): State<AppState>,
@@ -19,21 +23,31 @@ pub async fn create(
             request.name
         )));
     }
+    if let Some(dir) = &request.workspace {
+        check_workspace(dir)?;
+    }
     let row = state
         .store
         .create_agent(
             &request.name,
             request.instructions.as_deref().unwrap_or(""),
-            request.model.as_deref(),
+            request.model.as_deref().filter(|m| !m.is_empty()),
+            request.workspace.as_deref(),
         )
         .await?;
-    Ok((StatusCode::CREATED, Json(row.into())))
+    Ok((
+        StatusCode::CREATED,
+        Json(row.to_api(&state.runtime.workspaces)),
+    ))
 }
 
 pub async fn list(State(state): State<AppState>) -> Result<Json<AgentList>, ApiError> {
     let agents = state.store.list_agents().await?;
     Ok(Json(AgentList {
-        agents: agents.into_iter().map(Agent::from).collect(),
+        agents: agents
+            .iter()
+            .map(|a| a.to_api(&state.runtime.workspaces))
+            .collect(),
     }))
 }
 
@@ -41,13 +55,62 @@ pub async fn show(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Agent>, ApiError> {
-    Ok(Json(state.store.agent(&name).await?.into()))
+    let row = state.store.agent(&name).await?;
+    Ok(Json(row.to_api(&state.runtime.workspaces)))
 }
 
+/// `PATCH /api/agents/{name}`: the next tasks use the new values; a running one keeps its own.
+pub async fn update(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(request): ApiJson<UpdateAgent>,
+) -> Result<Json<Agent>, ApiError> {
+    if let Some(dir) = request.workspace.as_deref().filter(|d| !d.is_empty()) {
+        check_workspace(dir)?;
+    }
+    state
+        .store
+        .update_agent(
+            &name,
+            request.instructions.as_deref(),
+            request.model.as_deref(),
+            request.workspace.as_deref(),
+        )
+        .await?;
+    let row = state.store.agent(&name).await?;
+    Ok(Json(row.to_api(&state.runtime.workspaces)))
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct DeleteQuery {
+    #[serde(default)]
+    force: bool,
+}
+
+/// `DELETE /api/agents/{name}[?force=true]`: 409 while a task runs, unless forced.
 pub async fn delete(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
+    ApiQuery(query): ApiQuery<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
-    state.store.delete_agent(&name).await?;
-    Ok(StatusCode::NO_CONTENT)
+    match state.runtime.remove_agent(&name, query.force).await {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        Err(error @ RemoveError::Busy(..)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "busy",
+            error.to_string(),
+        )),
+        Err(RemoveError::Store(error)) => Err(error.into()),
+    }
+}
+
+fn check_workspace(dir: &str) -> Result<(), ApiError> {
+    let path = Path::new(dir);
+    if path.is_absolute() && path.is_dir() {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "workspace {dir:?} must be an absolute path to an existing directory"
+        )))
+    }
 }

@@ -1,4 +1,8 @@
-//! `POST /api/agents/{name}/messages`: a person writes to an agent's thread.
+//! `POST /api/agents/{name}/messages`: a person writes to an agent.
+//!
+//! While the agent runs a task the message steers it; while the agent is idle it starts a new
+//! task with the message as the job. `"note": true` only records it in the agent's chat
+//! thread.
 
 use axum::Json;
 use axum::extract::State;
@@ -13,20 +17,44 @@ pub async fn post(
     ApiPath(name): ApiPath<String>,
     ApiJson(request): ApiJson<PostMessage>,
 ) -> Result<(StatusCode, Json<MessageAccepted>), ApiError> {
-    if request.text.trim().is_empty() {
+    let text = request.text.trim();
+    if text.is_empty() {
         return Err(ApiError::bad_request("the message text is empty"));
     }
-    // A running task of this agent takes it as steering; otherwise it goes to the chat.
-    if let Some((thread, seq)) = state.runtime.steer(&name, &request.text).await? {
-        return Ok((StatusCode::ACCEPTED, Json(MessageAccepted { thread, seq })));
+    if request.note {
+        let body = EventBody::UserMessage {
+            text: request.text.clone(),
+        };
+        let (thread, event) = state.store.append_to_agent(&name, &body).await?;
+        return Ok(accepted(thread, event.seq, None, false));
     }
-    let body = EventBody::UserMessage { text: request.text };
-    let (thread, event) = state.store.append_to_agent(&name, &body).await?;
-    Ok((
+    if let Some((task, seq)) = state.runtime.steer(&name, text).await? {
+        let thread = state.store.task(&task).await?.thread;
+        return Ok(accepted(thread, seq, Some(task), true));
+    }
+    let agent = state.store.agent(&name).await?;
+    let workspace = super::tasks::ensure_workspace(&agent.workspace_in(&state.runtime.workspaces))?;
+    let (task, event) = state
+        .store
+        .create_task_logged(&name, text, &workspace)
+        .await?;
+    state.runtime.enqueue();
+    Ok(accepted(task.thread, event.seq, Some(task.id), false))
+}
+
+fn accepted(
+    thread: String,
+    seq: i64,
+    task: Option<String>,
+    steered: bool,
+) -> (StatusCode, Json<MessageAccepted>) {
+    (
         StatusCode::ACCEPTED,
         Json(MessageAccepted {
             thread,
-            seq: event.seq,
+            seq,
+            task,
+            steered,
         }),
-    ))
+    )
 }

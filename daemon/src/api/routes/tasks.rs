@@ -35,16 +35,8 @@ pub async fn create(
         }
         None => {
             // Checked first so an unknown agent is a 404, not a stray directory.
-            state.store.agent(&name).await?;
-            let dir = state.runtime.workspaces.join(&name);
-            std::fs::create_dir_all(&dir).map_err(|e| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    format!("cannot create the workspace {}: {e}", dir.display()),
-                )
-            })?;
-            dir.display().to_string()
+            let agent = state.store.agent(&name).await?;
+            ensure_workspace(&agent.workspace_in(&state.runtime.workspaces))?
         }
     };
     let task = state
@@ -57,6 +49,18 @@ pub async fn create(
     };
     state.runtime.enqueue();
     Ok((StatusCode::ACCEPTED, Json(accepted)))
+}
+
+/// Creates the agent's workspace if needed (mode 0700 under the private home).
+pub fn ensure_workspace(dir: &Path) -> Result<String, ApiError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("cannot create the workspace {}: {e}", dir.display()),
+        )
+    })?;
+    Ok(dir.display().to_string())
 }
 
 #[derive(Debug, serde::Deserialize)]

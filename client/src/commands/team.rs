@@ -1,0 +1,106 @@
+//! `lazyboy team add|ls|show|edit|rm` (also `lazyboy agent ...`).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use hyper::Method;
+use lazyboy_protocol::{Agent, AgentList, CreateAgent, UpdateAgent};
+
+use crate::cli::{AgentSettings, TeamCommand};
+use crate::connection::Client;
+use crate::render;
+
+pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::Result<i32> {
+    match command {
+        TeamCommand::Add { name, settings } => {
+            let (instructions, model, workspace) = settings.resolve()?;
+            let request = CreateAgent {
+                name,
+                instructions,
+                model,
+                workspace,
+            };
+            let agent: Agent = client
+                .call(Method::POST, "/api/agents", Some(&request))
+                .await?;
+            print_agent(&agent, json, "added")?;
+        }
+        TeamCommand::Ls => {
+            let list: AgentList = client.get("/api/agents").await?;
+            if json {
+                println!("{}", serde_json::to_string(&list)?);
+            } else {
+                print!("{}", render::agent_table(&list.agents, render::now_ms()));
+            }
+        }
+        TeamCommand::Show { name } => {
+            let agent: Agent = client.get(&format!("/api/agents/{name}")).await?;
+            print_agent(&agent, json, "")?;
+        }
+        TeamCommand::Edit { name, settings } => {
+            let (instructions, model, workspace) = settings.resolve()?;
+            if instructions.is_none() && model.is_none() && workspace.is_none() {
+                anyhow::bail!(
+                    "nothing to change: give --instructions, --instructions-file, --model or \
+                     --workspace"
+                );
+            }
+            let request = UpdateAgent {
+                instructions,
+                model,
+                workspace,
+            };
+            let path = format!("/api/agents/{name}");
+            let agent: Agent = client.call(Method::PATCH, &path, Some(&request)).await?;
+            print_agent(&agent, json, "updated")?;
+        }
+        TeamCommand::Rm { name, force } => {
+            let path = format!("/api/agents/{name}?force={force}");
+            client
+                .call::<serde_json::Value>(Method::DELETE, &path, None::<&()>)
+                .await?;
+            if !json {
+                println!("removed agent {name}");
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn print_agent(agent: &Agent, json: bool, verb: &str) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(agent)?);
+    } else {
+        if !verb.is_empty() {
+            println!("{verb} agent {}", agent.name);
+        }
+        print!("{}", render::agent_details(agent, render::now_ms()));
+    }
+    Ok(())
+}
+
+impl AgentSettings {
+    /// (instructions, model, workspace) as the API takes them: the file read, the workspace
+    /// made absolute.
+    fn resolve(self) -> anyhow::Result<(Option<String>, Option<String>, Option<String>)> {
+        let instructions = match (self.instructions, self.instructions_file) {
+            (Some(text), _) => Some(text),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+            ),
+            (None, None) => None,
+        };
+        let workspace = match self.workspace {
+            Some(dir) if dir.as_os_str().is_empty() => Some(String::new()),
+            Some(dir) => Some(absolute(dir)?.display().to_string()),
+            None => None,
+        };
+        Ok((instructions, self.model, workspace))
+    }
+}
+
+fn absolute(dir: PathBuf) -> anyhow::Result<PathBuf> {
+    dir.canonicalize()
+        .with_context(|| format!("workspace {}", dir.display()))
+}
