@@ -135,7 +135,7 @@ pub struct AgentSettings {
     pub model: Option<String>,
     /// The directory its tasks work in; "" for the default (under the home).
     #[arg(long)]
-    pub workspace: Option<PathBuf>,
+    pub workspace: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -92,8 +92,8 @@ impl AgentSettings {
             (None, None) => None,
         };
         let workspace = match self.workspace {
-            Some(dir) if dir.as_os_str().is_empty() => Some(String::new()),
-            Some(dir) => Some(absolute(dir)?.display().to_string()),
+            Some(dir) if dir.is_empty() => Some(String::new()),
+            Some(dir) => Some(absolute(PathBuf::from(dir))?.display().to_string()),
             None => None,
         };
         Ok((instructions, self.model, workspace))
