@@ -41,6 +41,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     match command {
         Command::Daemon(command) => commands::daemon::run(&client, command, cli.json).await,
+        Command::Service(command) => commands::service::run(&client, command, cli.json).await,
         Command::Team(command) => {
             daemon_proc::ensure_running(&client).await?;
             commands::team::run(&client, command, cli.json).await

@@ -1,8 +1,11 @@
 //! The command-line grammar.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::service_file::Platform;
 
 /// LazyBoy: local AI agents that keep working after you close the terminal.
 #[derive(Debug, Parser)]
@@ -27,6 +30,9 @@ pub enum Command {
     /// Manage the team: named agents with their own instructions, model, workspace and memory.
     #[command(subcommand, alias = "agent")]
     Team(TeamCommand),
+    /// Run the daemon as a login service (systemd user unit on Linux, launchd agent on macOS).
+    #[command(subcommand)]
+    Service(ServiceCommand),
     /// Print the event log.
     Events(EventsArgs),
     /// Hand an agent a task in the current directory and follow it to the end. Exit code:
@@ -92,6 +98,42 @@ pub enum DaemonCommand {
         #[arg(long)]
         rotate: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Write the service file for this home and load it (start now and at every login).
+    Install(ServiceInstallArgs),
+    /// Stop the service and remove its file (nothing to do if it is not installed).
+    Uninstall {
+        /// Which service manager's file (default: this machine's).
+        #[arg(long, value_enum, hide = true)]
+        platform: Option<Platform>,
+    },
+    /// Where the service file is, whether it exists, and what the service manager says.
+    /// Exit code 3 if it is not installed.
+    Status {
+        /// Which service manager's file (default: this machine's).
+        #[arg(long, value_enum, hide = true)]
+        platform: Option<Platform>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceInstallArgs {
+    /// Print the generated file; write and load nothing.
+    #[arg(long, visible_alias = "dry-run")]
+    pub print: bool,
+    /// Write the file but do not load it.
+    #[arg(long, conflicts_with = "print")]
+    pub no_load: bool,
+    /// Passed to `lazyboyd --listen` (default: 127.0.0.1:8787).
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Generate the file for this service manager instead of this machine's (linux, macos);
+    /// it is only loaded on its own platform.
+    #[arg(long, value_enum, hide = true)]
+    pub platform: Option<Platform>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -148,6 +148,30 @@ fn daemon_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("lazyboyd"))
 }
 
+/// The absolute path of [`daemon_binary`] (searched on `PATH` if bare), for a service
+/// manager, which starts it without our `PATH`.
+pub fn daemon_path() -> anyhow::Result<PathBuf> {
+    let binary = daemon_binary();
+    let found = if binary.components().count() > 1 {
+        Some(binary.clone())
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(&binary))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    match found.filter(|path| path.is_file()) {
+        Some(path) => {
+            std::path::absolute(&path).with_context(|| format!("cannot resolve {}", path.display()))
+        }
+        None => bail!(
+            "cannot find {}: put lazyboyd beside lazyboy or on PATH, or set LAZYBOY_DAEMON_BIN",
+            binary.display()
+        ),
+    }
+}
+
 /// The last `max` bytes of a file, for error messages.
 fn tail(path: &Path, max: u64) -> String {
     use std::io::{Read, Seek, SeekFrom};

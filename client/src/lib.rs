@@ -7,3 +7,4 @@ pub mod commands;
 pub mod connection;
 pub mod daemon_proc;
 pub mod render;
+pub mod service_file;

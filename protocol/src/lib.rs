@@ -35,7 +35,12 @@ pub mod paths {
         explicit
             .or_else(|| std::env::var_os("LAZYBOY_HOME").map(std::path::PathBuf::from))
             .filter(|p| !p.as_os_str().is_empty())
-            .or_else(|| dirs::data_dir().map(|d| d.join("lazyboy")))
+            .or_else(default_home)
+    }
+
+    /// The platform data dir's `lazyboy` (what [`home`] falls back to).
+    pub fn default_home() -> Option<std::path::PathBuf> {
+        dirs::data_dir().map(|d| d.join("lazyboy"))
     }
 }
 

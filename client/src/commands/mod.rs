@@ -3,5 +3,6 @@
 pub mod daemon;
 pub mod events;
 pub mod run;
+pub mod service;
 pub mod tasks;
 pub mod team;
