@@ -339,7 +339,8 @@ pub enum Verdict {
     Answer,
     /// The model called `report_done` and it was accepted.
     Done,
-    /// The turn ended while work it started (commands) still runs.
+    /// Recorded by protocol 2 daemons when a turn ended while its commands still ran; a turn
+    /// now waits for them and is revived instead, so no new task gets it.
     Waiting,
     /// `report_blocked`, or a loop fuse tripped.
     Blocked,
