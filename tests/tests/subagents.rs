@@ -318,3 +318,63 @@ async fn background_commands_cut_off_by_a_kill_9_are_reported_lost_not_rerun() {
     mock.assert_clean();
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_while_the_parent_waits_is_taken_at_once() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    add_agent(&daemon, "lead").await;
+    let ws = tempfile::tempdir().unwrap();
+    let router = Arc::new(move |request: &CapturedRequest| {
+        if objective(request).contains("slow helper") {
+            return Reply::text("helper done").delay(Duration::from_millis(3000));
+        }
+        let last = request.last_user_text().unwrap_or_default().to_owned();
+        if is_revival(&last) {
+            Reply::text("all done")
+        } else if last.contains("also check the logs") {
+            Reply::text("noted; still waiting")
+        } else if request.tool_result_for("s1").is_some() {
+            Reply::text("waiting")
+        } else {
+            Reply::tool_call("s1", "spawn_subagent", json!({"objective": "slow helper"}))
+        }
+    });
+    for _ in 0..8 {
+        let router = router.clone();
+        mock.push_fn(move |request| router(request));
+    }
+    let parent = create_task(&daemon, "lead", "delegate", Some(ws.path())).await;
+    wait_for(Duration::from_secs(20), "the parent to wait", || {
+        let daemon = &daemon;
+        let parent = parent.clone();
+        async move {
+            events_of(daemon, &parent)
+                .await
+                .iter()
+                .any(|e| matches!(e, EventBody::AssistantReply { text, .. } if text == "waiting"))
+                .then_some(())
+        }
+    })
+    .await;
+    let accepted = lazyboy_tests::tell(&daemon, "lead", "also check the logs").await;
+    assert!(accepted.steered);
+    // The model hears the message while the subagent still works, then the revival follows.
+    let done = wait_task_finished(&daemon, &parent).await;
+    assert_eq!(done.final_message.as_deref(), Some("all done"));
+    let parent_requests: Vec<String> = mock
+        .requests()
+        .iter()
+        .filter(|r| objective(r) == "delegate")
+        .map(|r| r.last_user_text().unwrap_or_default().to_owned())
+        .collect();
+    let heard = parent_requests
+        .iter()
+        .position(|t| t == "also check the logs")
+        .expect("the message reached the model");
+    let revived = parent_requests.iter().position(|t| is_revival(t)).unwrap();
+    assert!(heard < revived, "{parent_requests:?}");
+    assert_eq!(parent_requests.iter().filter(|t| is_revival(t)).count(), 1);
+    mock.assert_clean();
+    daemon.stop();
+}

@@ -89,7 +89,8 @@ pub struct Runtime {
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
-    /// Bumped whenever a task's loop exits: parents waiting for subagents re-check.
+    /// Bumped whenever a task's loop exits or a running task is steered: loops waiting for
+    /// subagents re-check.
     finished: watch::Sender<u64>,
     tracker: TaskTracker,
     /// The daemon's shutdown: loops stop where they are, leaving tasks to resume at the next
@@ -329,6 +330,8 @@ impl Runtime {
         };
         let event = self.store.append_to_task(&row, &body).await?;
         task.steered.store(true, Ordering::SeqCst);
+        // A loop waiting for its subagents or commands takes the new instruction now.
+        self.finished.send_modify(|n| *n += 1);
         Ok(Some((row.id, event.seq)))
     }
 
@@ -343,6 +346,7 @@ impl Runtime {
         self.store.append_to_task(&task, &body).await?;
         if let Some(run) = running.get(task_id) {
             run.steered.store(true, Ordering::SeqCst);
+            self.finished.send_modify(|n| *n += 1);
         } else if task.state().is_final() {
             self.store.set_task_state(&task, TaskState::Queued).await?;
             drop(running);

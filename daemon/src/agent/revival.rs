@@ -11,6 +11,7 @@
 //! when they end (`command_ended`, by a watcher). A daemon restart loses the ones still
 //! running: recovery records them `lost` and tells the model, keeping their output.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures_util::future::select_all;
@@ -82,6 +83,11 @@ impl Turn {
                 .collect();
             if live.is_empty() && commands.is_empty() {
                 break;
+            }
+            // The person sent a new instruction: the model takes it now; the wait resumes
+            // when its turn ends again.
+            if self.steered.swap(false, Ordering::SeqCst) {
+                return Ok(None);
             }
             let operation = format!(
                 "waiting for {} subagent(s) and {} command(s)",

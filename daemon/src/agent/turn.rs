@@ -96,7 +96,7 @@ pub(super) struct Turn {
     /// Set when the turn ended on a question to the person (not a verdict).
     asked_person: bool,
     /// Raised by `Runtime::steer`: a new instruction arrived mid-batch.
-    steered: Arc<AtomicBool>,
+    pub(super) steered: Arc<AtomicBool>,
     /// Background commands already recorded (`command_started`).
     pub(super) known_background: HashSet<String>,
 }
