@@ -283,6 +283,16 @@ async fn continue_resumes_an_ended_task_with_its_history() {
         .unwrap();
     assert_eq!(done.verdict, Some(Verdict::Answer));
     assert_eq!(done.final_message.as_deref(), Some("history kept: true"));
+    // Following the ended task replays both turns, to the last verdict.
+    let mut command = daemon.cli();
+    command.args(["follow", &id]);
+    let replayed = output_of(command).await;
+    assert_eq!(replayed.status.code(), Some(0));
+    let printed = String::from_utf8(replayed.stdout).unwrap();
+    assert!(
+        printed.contains("budget_exhausted") && printed.contains("history kept: true"),
+        "{printed}"
+    );
     daemon.stop();
 }
 

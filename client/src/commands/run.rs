@@ -107,9 +107,12 @@ pub async fn follow(
                     match event.body() {
                         Some(EventBody::TaskFinished { verdict, .. }) => {
                             // A continued task has several turns: only the last one ends it.
+                            // Its row changes in the same transaction as its last
+                            // `task_finished` (stamped after the row), so an earlier turn's
+                            // verdict is older than the row and the replay goes on.
                             let now: lazyboy_protocol::Task =
                                 client.get(&format!("/api/tasks/{task}")).await?;
-                            if now.state.is_final() {
+                            if now.state.is_final() && event.at_ms >= now.updated_at_ms {
                                 return Ok(now.verdict.unwrap_or(verdict).exit_code());
                             }
                         }
