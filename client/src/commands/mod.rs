@@ -4,4 +4,5 @@ pub mod agent;
 pub mod daemon;
 pub mod events;
 pub mod run;
+pub mod schedule;
 pub mod tasks;

@@ -12,6 +12,7 @@ pub mod fuse;
 pub mod history;
 pub mod memory;
 pub mod prompt;
+pub mod schedules;
 mod turn;
 
 use std::collections::HashMap;
@@ -62,6 +63,8 @@ pub struct Runtime {
     pub commands: Arc<CommandRegistry>,
     /// Where agents without an explicit workspace work: `<home>/workspaces/<agent>`.
     pub workspaces: PathBuf,
+    /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
+    pub schedules: schedules::Timer,
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
@@ -84,6 +87,7 @@ impl Runtime {
             tools: Registry::standard(),
             commands: Arc::new(CommandRegistry::new()),
             workspaces,
+            schedules: schedules::Timer::default(),
             running: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             tracker: TaskTracker::new(),
@@ -98,7 +102,8 @@ impl Runtime {
 
     /// At start: tasks that were running or recovering when the daemon died resume from their
     /// checkpoints (the loop marks in-flight calls `unknown`); then the scheduler starts and
-    /// picks up the queue. Returns how many tasks resumed.
+    /// picks up the queue, and the schedules' timer starts (running missed slots once).
+    /// Returns how many tasks resumed.
     pub async fn start(self: &Arc<Self>) -> Result<usize, StoreError> {
         let interrupted = self
             .store
@@ -116,6 +121,7 @@ impl Runtime {
         }
         let runtime = self.clone();
         self.tracker.spawn(async move { runtime.schedule().await });
+        self.tracker.spawn(schedules::run(self.clone()));
         Ok(count)
     }
 

@@ -4,7 +4,7 @@
 //! in the same transaction as the event recording it, so the two never disagree.
 
 use lazyboy_protocol::{EventBody, Task, TaskState, Verdict};
-use sqlx::Connection;
+use sqlx::{Connection, SqliteConnection};
 
 use super::events::{LiveEvent, Target, insert};
 use super::{Store, StoreError, now_ms};
@@ -84,6 +84,21 @@ impl Store {
     ) -> Result<TaskRow, StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
+        let (row, event) = Store::insert_task(&mut tx, agent, objective, workspace).await?;
+        tx.commit().await?;
+        self.inner.bus.publish(event);
+        Ok(row)
+    }
+
+    /// Inserts a queued task for the live agent `agent` in its own thread, with its
+    /// `task_created` event, on the writer's open transaction (so the caller can record more
+    /// in the same one). The caller commits, then publishes the event.
+    pub(super) async fn insert_task(
+        tx: &mut SqliteConnection,
+        agent: &str,
+        objective: &str,
+        workspace: &str,
+    ) -> Result<(TaskRow, LiveEvent), StoreError> {
         let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
             "SELECT id, instructions, model FROM agents WHERE name = ? AND deleted_at_ms IS NULL",
         )
@@ -135,10 +150,8 @@ impl Store {
             objective: objective.to_owned(),
             workspace: workspace.to_owned(),
         };
-        let event = insert(&mut tx, &row.target(), &body).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event);
-        Ok(row)
+        let event = insert(&mut *tx, &row.target(), &body).await?;
+        Ok((row, event))
     }
 
     /// The task with this id.

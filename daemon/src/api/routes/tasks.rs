@@ -36,12 +36,11 @@ pub async fn create(
         None => {
             // Checked first so an unknown agent is a 404, not a stray directory.
             state.store.agent(&name).await?;
-            let dir = state.runtime.workspaces.join(&name);
-            std::fs::create_dir_all(&dir).map_err(|e| {
+            let dir = state.runtime.default_workspace(&name).map_err(|e| {
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",
-                    format!("cannot create the workspace {}: {e}", dir.display()),
+                    format!("cannot create the workspace {e}"),
                 )
             })?;
             dir.display().to_string()
