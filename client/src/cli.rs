@@ -35,6 +35,10 @@ pub enum Command {
     Service(ServiceCommand),
     /// Print the event log.
     Events(EventsArgs),
+    /// Hand an agent a job on a cron schedule (crontab syntax, local time); schedules fire
+    /// with no client attached and survive restarts.
+    #[command(subcommand)]
+    Schedule(ScheduleCommand),
     /// Hand an agent a task in the current directory and follow it to the end. Exit code:
     /// 0 answer/done/waiting, 1 blocked/budget_exhausted/failed, 130 cancelled (Ctrl-C).
     Run(RunArgs),
@@ -178,6 +182,34 @@ pub struct AgentSettings {
     /// The directory its tasks work in; "" for the default (under the home).
     #[arg(long)]
     pub workspace: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Add a schedule: at every slot of CRON, AGENT gets JOB as a background task in its
+    /// workspace.
+    Add {
+        agent: String,
+        /// Five fields (minute hour day-of-month month day-of-week, e.g. "0 9 * * MON-FRI"),
+        /// or six with seconds first; read in the local time zone.
+        cron: String,
+        /// The job: the objective of each task.
+        job: String,
+        /// Skip a slot missed while the daemon was down (by default it runs once at start).
+        #[arg(long)]
+        skip_missed: bool,
+    },
+    /// List schedules with their next run (local time).
+    Ls {
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Remove a schedule (its history stays in the event log).
+    Rm { id: String },
+    /// Pause a schedule: it fires no more until resumed.
+    Pause { id: String },
+    /// Resume a paused schedule from its next slot (slots that went by are not run).
+    Resume { id: String },
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,29 @@ pub fn event_line(event: &Event) -> String {
             format!("{name} {}", call_summary(&name, &arguments))
         }
         Some(EventBody::TaskFinished { message, .. }) => one_line(&message),
+        Some(EventBody::ScheduleAdded {
+            schedule,
+            cron,
+            objective,
+            ..
+        }) => format!("{schedule} {} {}", one_line(&cron), one_line(&objective)),
+        Some(EventBody::ScheduleFired {
+            schedule,
+            task,
+            missed,
+            ..
+        }) => format!(
+            "{schedule} → {task}{}",
+            if missed { " (missed slot)" } else { "" }
+        ),
+        Some(EventBody::ScheduleSkipped {
+            schedule, reason, ..
+        }) => format!("{schedule}: {}", one_line(&reason)),
+        Some(
+            EventBody::ScheduleRemoved { schedule }
+            | EventBody::SchedulePaused { schedule }
+            | EventBody::ScheduleResumed { schedule },
+        ) => schedule,
         Some(_) | None => one_line(&event.data.to_string()),
     };
     format!("#{} {} {} {}", event.seq, event.agent, event.kind, summary)

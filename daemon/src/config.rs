@@ -16,6 +16,9 @@
 //! [retry]
 //! max_attempts = 5
 //! base_ms = 500
+//!
+//! [schedules]
+//! run_missed = true                 # false: a slot missed while the daemon was down is skipped
 //! ```
 //!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
@@ -46,6 +49,8 @@ pub struct ConfigFile {
     pub providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
     pub retry: RetrySection,
+    #[serde(default)]
+    pub schedules: SchedulesSection,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -63,6 +68,21 @@ pub struct RetrySection {
     pub max_attempts: Option<u32>,
     pub base_ms: Option<u64>,
     pub max_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulesSection {
+    /// Whether a schedule whose slot passed while the daemon was down runs once at start
+    /// (default `true`); a schedule's own `skip_missed` skips it either way.
+    pub run_missed: Option<bool>,
+}
+
+impl SchedulesSection {
+    /// `run_missed`, defaulting to `true`.
+    pub fn run_missed(&self) -> bool {
+        self.run_missed.unwrap_or(true)
+    }
 }
 
 /// The configuration in force.

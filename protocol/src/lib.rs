@@ -293,6 +293,34 @@ pub enum EventBody {
     CommandEnded { command_id: String, status: String },
     /// A subagent (a child task) was spawned by this task.
     SubagentSpawned { task: String, objective: String },
+    /// A schedule was added (in the agent's chat thread, as are all schedule events).
+    ScheduleAdded {
+        schedule: String,
+        cron: String,
+        objective: String,
+        skip_missed: bool,
+    },
+    /// A schedule was removed.
+    ScheduleRemoved { schedule: String },
+    /// A schedule was paused: it fires no more until resumed.
+    SchedulePaused { schedule: String },
+    /// A paused schedule was resumed from the next slot after now.
+    ScheduleResumed { schedule: String },
+    /// A slot came and the schedule queued `task`, in the same transaction. `missed`: the slot
+    /// passed while the daemon was down (or the machine asleep) and this is its one late run.
+    ScheduleFired {
+        schedule: String,
+        task: String,
+        due_at_ms: i64,
+        missed: bool,
+    },
+    /// A slot went by without a task: it was missed and `skip_missed` (or the config's
+    /// `[schedules] run_missed = false`) says so, or the task could not be queued (`reason`).
+    ScheduleSkipped {
+        schedule: String,
+        due_at_ms: i64,
+        reason: String,
+    },
 }
 
 /// One call as recorded in an [`EventBody::AssistantReply`].
@@ -480,6 +508,41 @@ pub struct Task {
     pub lease_expires_at_ms: Option<i64>,
 }
 
+/// `POST /api/agents/{name}/schedules`: hand the agent `objective` at every slot of `cron`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSchedule {
+    /// A crontab expression, evaluated in the daemon's local time zone: five fields (minute
+    /// hour day-of-month month day-of-week), or six with seconds first.
+    pub cron: String,
+    /// The job: each slot queues a task with this objective in the agent's workspace.
+    pub objective: String,
+    /// A slot missed while the daemon was down is skipped instead of run once at start.
+    #[serde(default)]
+    pub skip_missed: bool,
+}
+
+/// A schedule as the API shows it (`201` to [`CreateSchedule`], and in [`ScheduleList`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Schedule {
+    pub id: String,
+    pub agent: String,
+    pub cron: String,
+    pub objective: String,
+    pub paused: bool,
+    pub skip_missed: bool,
+    /// When it fires next; `None` while paused (or if the expression has no future slot).
+    pub next_run_at_ms: Option<i64>,
+    pub last_run_at_ms: Option<i64>,
+    pub created_at_ms: i64,
+}
+
+/// `GET /api/schedules[?agent=NAME]`: oldest first.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScheduleList {
+    pub schedules: Vec<Schedule>,
+}
+
 impl EventBody {
     /// The `kind` string of this body.
     pub fn kind(&self) -> &'static str {
@@ -503,6 +566,12 @@ impl EventBody {
             EventBody::CommandStarted { .. } => "command_started",
             EventBody::CommandEnded { .. } => "command_ended",
             EventBody::SubagentSpawned { .. } => "subagent_spawned",
+            EventBody::ScheduleAdded { .. } => "schedule_added",
+            EventBody::ScheduleRemoved { .. } => "schedule_removed",
+            EventBody::SchedulePaused { .. } => "schedule_paused",
+            EventBody::ScheduleResumed { .. } => "schedule_resumed",
+            EventBody::ScheduleFired { .. } => "schedule_fired",
+            EventBody::ScheduleSkipped { .. } => "schedule_skipped",
         }
     }
 
@@ -634,6 +703,32 @@ mod tests {
             EventBody::SubagentSpawned {
                 task: "t-1".into(),
                 objective: "o".into(),
+            },
+            EventBody::ScheduleAdded {
+                schedule: "s-1".into(),
+                cron: "* * * * *".into(),
+                objective: "o".into(),
+                skip_missed: true,
+            },
+            EventBody::ScheduleRemoved {
+                schedule: "s-1".into(),
+            },
+            EventBody::SchedulePaused {
+                schedule: "s-1".into(),
+            },
+            EventBody::ScheduleResumed {
+                schedule: "s-1".into(),
+            },
+            EventBody::ScheduleFired {
+                schedule: "s-1".into(),
+                task: "t-1".into(),
+                due_at_ms: 1,
+                missed: false,
+            },
+            EventBody::ScheduleSkipped {
+                schedule: "s-1".into(),
+                due_at_ms: 1,
+                reason: "r".into(),
             },
         ];
         for body in bodies {

@@ -3,6 +3,7 @@
 pub mod daemon;
 pub mod events;
 pub mod run;
+pub mod schedule;
 pub mod service;
 pub mod tasks;
 pub mod team;

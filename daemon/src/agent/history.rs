@@ -207,7 +207,14 @@ impl History {
             | EventBody::AgentUpdated { .. }
             | EventBody::TaskState { .. }
             | EventBody::AssistantDelta { .. }
-            | EventBody::Heartbeat { .. } => {}
+            | EventBody::Heartbeat { .. }
+            // Schedule events live in the agent's chat thread, never in a task's.
+            | EventBody::ScheduleAdded { .. }
+            | EventBody::ScheduleRemoved { .. }
+            | EventBody::SchedulePaused { .. }
+            | EventBody::ScheduleResumed { .. }
+            | EventBody::ScheduleFired { .. }
+            | EventBody::ScheduleSkipped { .. } => {}
         }
     }
 }

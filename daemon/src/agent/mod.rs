@@ -19,6 +19,7 @@ pub mod history;
 pub mod memory;
 pub mod prompt;
 mod revival;
+pub mod schedules;
 pub mod subagents;
 mod turn;
 
@@ -38,7 +39,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::config::Config;
-use crate::store::{LEASE_RENEW_MS, Store, StoreError, TaskRow};
+use crate::store::{AgentRow, LEASE_RENEW_MS, Store, StoreError, TaskRow};
 use crate::tools::commands::{Command, WaitEnd};
 use crate::tools::{CommandRegistry, Registry};
 
@@ -86,6 +87,8 @@ pub struct Runtime {
     pub commands: Arc<CommandRegistry>,
     /// Where agents without an explicit workspace work: `<home>/workspaces/<agent>`.
     pub workspaces: PathBuf,
+    /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
+    pub schedules: schedules::Timer,
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
@@ -111,6 +114,7 @@ impl Runtime {
             tools: Registry::standard(),
             commands: Arc::new(CommandRegistry::new()),
             workspaces,
+            schedules: schedules::Timer::default(),
             running: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             finished: watch::Sender::new(0),
@@ -126,7 +130,8 @@ impl Runtime {
 
     /// At start: tasks that were running or recovering when the daemon died resume from their
     /// checkpoints (the loop marks in-flight calls `unknown`); then the scheduler starts and
-    /// picks up the queue. Returns how many tasks resumed.
+    /// picks up the queue, and the schedules' timer starts (running missed slots once).
+    /// Returns how many tasks resumed.
     pub async fn start(self: &Arc<Self>) -> Result<usize, StoreError> {
         let interrupted = self
             .store
@@ -147,6 +152,7 @@ impl Runtime {
         let runtime = self.clone();
         self.tracker
             .spawn(async move { runtime.renew_leases().await });
+        self.tracker.spawn(schedules::run(self.clone()));
         Ok(count)
     }
 
@@ -189,6 +195,16 @@ impl Runtime {
                 tracing::warn!(%error, "cannot record a command's end");
             }
         });
+    }
+
+    /// Where a task of `agent` works when handed no workspace: the agent's own, else
+    /// `<home>/workspaces/<agent>`; created if needed. Used by tasks created through the API,
+    /// by messages to an idle agent and by schedules alike; the error names the directory.
+    pub fn agent_workspace(&self, agent: &AgentRow) -> std::io::Result<PathBuf> {
+        let dir = agent.workspace_in(&self.workspaces);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+        Ok(dir)
     }
 
     /// A receiver that changes whenever a task's loop exits.

@@ -75,9 +75,9 @@ impl From<StoreError> for ApiError {
             StoreError::AgentExists(_) => {
                 ApiError::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }
-            StoreError::NoSuchAgent(_) | StoreError::NoSuchTask(_) => {
-                ApiError::not_found(error.to_string())
-            }
+            StoreError::NoSuchAgent(_)
+            | StoreError::NoSuchTask(_)
+            | StoreError::NoSuchSchedule(_) => ApiError::not_found(error.to_string()),
             other => {
                 tracing::error!(error = %other, "store failure");
                 ApiError::new(

@@ -56,6 +56,20 @@ fn api(state: AppState) -> Router {
             post(routes::tasks::continue_task),
         )
         .route("/api/tasks/{id}/events", get(routes::tasks::events))
+        .route(
+            "/api/agents/{name}/schedules",
+            post(routes::schedules::create),
+        )
+        .route("/api/schedules", get(routes::schedules::list))
+        .route(
+            "/api/schedules/{id}",
+            axum::routing::delete(routes::schedules::delete),
+        )
+        .route("/api/schedules/{id}/pause", post(routes::schedules::pause))
+        .route(
+            "/api/schedules/{id}/resume",
+            post(routes::schedules::resume),
+        )
         .route("/api/events", get(routes::events::all))
         .route("/api/events/page", get(routes::events::page))
         .fallback(not_found)

@@ -8,10 +8,12 @@
 mod agents;
 mod events;
 mod memories;
+mod schedules;
 mod tasks;
 
 pub use agents::AgentRow;
 pub use events::{EventFilter, LiveEvent};
+pub use schedules::{FireOutcome, Firing, ScheduleRow};
 pub use tasks::{LEASE_RENEW_MS, LEASE_TTL_MS, TaskRow};
 
 use std::path::Path;
@@ -52,6 +54,8 @@ pub enum StoreError {
     NoSuchAgent(String),
     #[error("no task {0:?}")]
     NoSuchTask(String),
+    #[error("no schedule {0:?}")]
+    NoSuchSchedule(String),
     #[error("cannot encode an event: {0}")]
     Encode(serde_json::Error),
 }

@@ -119,6 +119,21 @@ impl Store {
     ) -> Result<(TaskRow, LiveEvent), StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
+        let (row, event) = Store::insert_task(&mut tx, agent, objective, workspace).await?;
+        tx.commit().await?;
+        self.inner.bus.publish(event.clone());
+        Ok((row, event))
+    }
+
+    /// Inserts a queued task for the live agent `agent` in its own thread, with its
+    /// `task_created` event, on the writer's open transaction (so the caller can record more
+    /// in the same one). The caller commits, then publishes the event.
+    pub(super) async fn insert_task(
+        tx: &mut SqliteConnection,
+        agent: &str,
+        objective: &str,
+        workspace: &str,
+    ) -> Result<(TaskRow, LiveEvent), StoreError> {
         let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
             "SELECT id, instructions, model FROM agents WHERE name = ? AND deleted_at_ms IS NULL",
         )
@@ -146,10 +161,7 @@ impl Store {
             heartbeat_at_ms: None,
             lease_expires_at_ms: None,
         };
-        let (row, event) = insert_task(&mut tx, row).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event.clone());
-        Ok((row, event))
+        insert_task_row(tx, row).await
     }
 
     /// Creates a subagent of `parent` (same agent and workspace, limited to `tools` when
@@ -175,7 +187,7 @@ impl Store {
             lease_expires_at_ms: None,
             ..parent.clone()
         };
-        let (row, created) = insert_task(&mut tx, row).await?;
+        let (row, created) = insert_task_row(&mut tx, row).await?;
         let spawned = EventBody::SubagentSpawned {
             task: row.id.clone(),
             objective: objective.to_owned(),
@@ -362,7 +374,7 @@ impl Store {
 }
 
 /// Inserts `row` (its id, thread and times are made here) with its thread and `task_created`.
-async fn insert_task(
+async fn insert_task_row(
     tx: &mut SqliteConnection,
     mut row: TaskRow,
 ) -> Result<(TaskRow, LiveEvent), StoreError> {

@@ -33,7 +33,7 @@ pub async fn post(
         return Ok(accepted(thread, seq, Some(task), true));
     }
     let agent = state.store.agent(&name).await?;
-    let workspace = super::tasks::ensure_workspace(&agent.workspace_in(&state.runtime.workspaces))?;
+    let workspace = super::tasks::agent_workspace(&state, &agent)?;
     let (task, event) = state
         .store
         .create_task_logged(&name, text, &workspace)

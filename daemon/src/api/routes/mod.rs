@@ -5,5 +5,6 @@ pub mod daemon;
 pub mod events;
 pub mod health;
 pub mod messages;
+pub mod schedules;
 pub mod tasks;
 pub mod web;

@@ -13,7 +13,7 @@ use super::events::{StreamQuery, resume_point, stream_from};
 use crate::agent::AnswerError;
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
-use crate::store::EventFilter;
+use crate::store::{AgentRow, EventFilter};
 
 pub async fn create(
     State(state): State<AppState>,
@@ -36,7 +36,7 @@ pub async fn create(
         None => {
             // Checked first so an unknown agent is a 404, not a stray directory.
             let agent = state.store.agent(&name).await?;
-            ensure_workspace(&agent.workspace_in(&state.runtime.workspaces))?
+            agent_workspace(&state, &agent)?
         }
     };
     let task = state
@@ -51,13 +51,13 @@ pub async fn create(
     Ok((StatusCode::ACCEPTED, Json(accepted)))
 }
 
-/// Creates the agent's workspace if needed (mode 0700 under the private home).
-pub fn ensure_workspace(dir: &Path) -> Result<String, ApiError> {
-    std::fs::create_dir_all(dir).map_err(|e| {
+/// The agent's workspace (created if needed), as the task records it.
+pub fn agent_workspace(state: &AppState, agent: &AgentRow) -> Result<String, ApiError> {
+    let dir = state.runtime.agent_workspace(agent).map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
-            format!("cannot create the workspace {}: {e}", dir.display()),
+            format!("cannot create the workspace {e}"),
         )
     })?;
     Ok(dir.display().to_string())
