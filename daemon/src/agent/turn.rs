@@ -578,7 +578,7 @@ impl Turn {
         };
         // A stop must not wait for a tool that does not watch the token itself.
         tokio::select! {
-            output = tool.handle(&ctx, args) => output,
+            output = tool.run(&ctx, args) => output,
             () = self.cancel.cancelled() => ToolOutput::error(
                 "stopped: the task was cancelled while this call ran; its effect is unknown",
             ),

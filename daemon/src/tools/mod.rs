@@ -1,8 +1,10 @@
 //! Tools the agent calls. One file per tool under `handlers/`, reached through [`Registry`].
 //!
 //! A tool's bad argument, non-zero exit or missing file is a result for the model
-//! ([`ToolOutput`] with `is_error`), never an `Err`: only the agent loop decides to abort a
-//! turn. Every path a tool touches is confined to the task's workspace ([`workspace`]).
+//! ([`ToolOutput`] with `is_error`), never a failure of the turn: only the agent loop decides
+//! to abort one. Even the `Err` arm of [`ToolOutcome`] is such a result, there so a handler can
+//! stop early with `?`. Every path a tool touches is confined to the task's workspace
+//! ([`workspace`]).
 //!
 //! The control tools (`update_plan`, `send_message`, `report_done`, `report_blocked`) change
 //! the task's own state, so the agent loop handles them itself (`agent::control`); they are
@@ -112,6 +114,12 @@ impl ToolOutput {
     }
 }
 
+/// What [`ToolHandler::handle`] returns. Both arms are results for the model: `Ok` when the
+/// tool ran its course (a non-zero exit still sets `is_error`), `Err` an error result that cut
+/// it short, so that `?` on a bad argument, path or command id ends a handler in one token.
+/// [`ToolHandler::run`] is the one place that flattens the two.
+pub type ToolOutcome = Result<ToolOutput, ToolOutput>;
+
 /// One tool.
 pub trait ToolHandler: Send + Sync {
     fn name(&self) -> &'static str;
@@ -121,7 +129,13 @@ pub trait ToolHandler: Send + Sync {
     fn parameters(&self) -> Value;
     fn kind(&self) -> ToolKind;
     /// Runs the tool. `args` is already parsed JSON (the loop answers invalid JSON itself).
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput>;
+    /// Callers use [`run`](ToolHandler::run); this is what each tool implements.
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome>;
+
+    /// Runs the tool and gives its result for the model, whichever arm `handle` ended in.
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { self.handle(ctx, args).await.unwrap_or_else(|out| out) })
+    }
 }
 
 /// Every tool, by name.

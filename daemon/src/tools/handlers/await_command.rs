@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{command, command_report, parse, schema};
 use crate::tools::commands::WaitEnd;
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
@@ -49,16 +49,10 @@ impl ToolHandler for AwaitCommand {
         ToolKind::Wait
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let command = match command(ctx, &args.id) {
-                Ok(command) => command,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let command = command(ctx, &args.id)?;
             let timeout = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
             let end = command.wait_exit(timeout, &ctx.cancel).await;
             let id = command.id();
@@ -79,11 +73,11 @@ impl ToolHandler for AwaitCommand {
             let output = command.take_output();
             let new_output = !output.is_empty();
             let text = command_report(ctx, &command, &status, output);
-            ToolOutput {
+            Ok(ToolOutput {
                 text,
                 is_error: failed,
                 new_output,
-            }
+            })
         })
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
 
 pub struct EditFile;
 
@@ -44,45 +44,39 @@ impl ToolHandler for EditFile {
         ToolKind::Mutating
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let path = match resolve(ctx, &args.path) {
-                Ok(path) => path,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let path = resolve(ctx, &args.path)?;
             let shown = display(ctx, &path);
             if args.old.is_empty() {
-                return ToolOutput::error("`old` is empty; give the exact text to replace");
+                return Err(ToolOutput::error(
+                    "`old` is empty; give the exact text to replace",
+                ));
             }
-            let text = match tokio::fs::read_to_string(&path).await {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return ToolOutput::error(format!(
-                        "no such file: {shown} (use write_file to create it)"
-                    ));
-                }
-                Err(e) => return ToolOutput::error(format!("cannot read {shown} as text: {e}")),
-            };
+            let text = tokio::fs::read_to_string(&path).await.map_err(|e| {
+                ToolOutput::error(match e.kind() {
+                    std::io::ErrorKind::NotFound => {
+                        format!("no such file: {shown} (use write_file to create it)")
+                    }
+                    _ => format!("cannot read {shown} as text: {e}"),
+                })
+            })?;
             let mut found = text.match_indices(&args.old);
-            let (at, more) = (found.next(), found.count());
-            let at = match (at, more) {
+            let at = match (found.next(), found.count()) {
                 (Some((at, _)), 0) => at,
                 (None, _) => {
-                    return ToolOutput::error(format!(
+                    return Err(ToolOutput::error(format!(
                         "`old` was not found in {shown} (0 matches); read the file and copy the \
                          exact text, whitespace included"
-                    ));
+                    )));
                 }
                 (Some(_), more) => {
-                    return ToolOutput::error(format!(
+                    return Err(ToolOutput::error(format!(
                         "`old` matches {} times in {shown}; it must match exactly once: include \
                          more surrounding lines",
                         more + 1
-                    ));
+                    )));
                 }
             };
             let edited = format!(
@@ -91,13 +85,13 @@ impl ToolHandler for EditFile {
                 args.new,
                 &text[at + args.old.len()..]
             );
-            if let Err(e) = tokio::fs::write(&path, edited).await {
-                return ToolOutput::error(format!("cannot write {shown}: {e}"));
-            }
+            tokio::fs::write(&path, edited)
+                .await
+                .map_err(|e| ToolOutput::error(format!("cannot write {shown}: {e}")))?;
             let line = text[..at].matches('\n').count() + 1;
-            ToolOutput::ok(format!(
+            Ok(ToolOutput::ok(format!(
                 "edited {shown}: replaced 1 occurrence at line {line}"
-            ))
+            )))
         })
     }
 }

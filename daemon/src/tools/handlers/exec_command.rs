@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{command_report, parse, resolve, schema};
 use crate::tools::commands::{StartSpec, WaitEnd};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
 
 const DEFAULT_BLOCK_MS: u64 = 30_000;
 const DEFAULT_TIMEOUT_MS: u64 = 600_000;
@@ -59,16 +59,10 @@ impl ToolHandler for ExecCommand {
         ToolKind::Mutating
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let workdir = match resolve(ctx, args.workdir.as_deref().unwrap_or(".")) {
-                Ok(path) => path,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let workdir = resolve(ctx, args.workdir.as_deref().unwrap_or("."))?;
             let timeout =
                 Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).max(1));
             let spec = StartSpec {
@@ -78,10 +72,11 @@ impl ToolHandler for ExecCommand {
                 workspace: ctx.workspace.clone(),
                 timeout,
             };
-            let command = match ctx.commands.start(spec).await {
-                Ok(command) => command,
-                Err(e) => return ToolOutput::error(e.to_string()),
-            };
+            let command = ctx
+                .commands
+                .start(spec)
+                .await
+                .map_err(|e| ToolOutput::error(e.to_string()))?;
             let block = Duration::from_millis(args.block_until_ms.unwrap_or(DEFAULT_BLOCK_MS));
             let end = command.wait_exit(block, &ctx.cancel).await;
             let id = command.id();
@@ -102,11 +97,11 @@ impl ToolHandler for ExecCommand {
                 ),
             };
             let text = command_report(ctx, &command, &status, command.take_output());
-            ToolOutput {
+            Ok(ToolOutput {
                 text,
                 is_error: failed,
                 new_output: false,
-            }
+            })
         })
     }
 }

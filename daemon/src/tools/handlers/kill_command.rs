@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{command, command_report, parse, schema};
 use crate::tools::commands::KillReason;
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
 
 /// SIGKILL cannot be caught; this only bounds a wait on a process stuck in the kernel.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -43,16 +43,10 @@ impl ToolHandler for KillCommand {
         ToolKind::Mutating
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let command = match command(ctx, &args.id) {
-                Ok(command) => command,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let command = command(ctx, &args.id)?;
             let id = command.id();
             let had_exited = command.exit();
             // Also after the shell exited: background children may still hold the group.
@@ -68,7 +62,7 @@ impl ToolHandler for KillCommand {
                 }
             };
             let text = command_report(ctx, &command, &status, command.take_output());
-            ToolOutput::ok(text)
+            Ok(ToolOutput::ok(text))
         })
     }
 }

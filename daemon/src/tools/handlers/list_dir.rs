@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput, spill};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput, spill};
 
 const MAX_DEPTH: usize = 3;
 /// Stops a listing of a huge tree early; spill handles the rest of the size problem.
@@ -51,16 +51,10 @@ impl ToolHandler for ListDir {
         ToolKind::ReadOnly
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let path = match resolve(ctx, args.path.as_deref().unwrap_or(".")) {
-                Ok(path) => path,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let path = resolve(ctx, args.path.as_deref().unwrap_or("."))?;
             let shown = display(ctx, &path);
             if !path.is_dir() {
                 let what = if path.exists() {
@@ -68,7 +62,7 @@ impl ToolHandler for ListDir {
                 } else {
                     "no such directory"
                 };
-                return ToolOutput::error(format!("{shown}: {what}"));
+                return Err(ToolOutput::error(format!("{shown}: {what}")));
             }
             let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
             let listed = tokio::task::spawn_blocking(move || {
@@ -76,21 +70,19 @@ impl ToolHandler for ListDir {
                 walk(&path, "", depth, &mut out).map(|()| out)
             })
             .await;
-            match listed {
-                Ok(Ok(entries)) if entries.is_empty() => {
-                    ToolOutput::ok(format!("{shown} is empty"))
-                }
-                Ok(Ok(mut entries)) => {
-                    if entries.len() >= MAX_ENTRIES {
-                        entries.push(format!(
-                            "[stopped at {MAX_ENTRIES} entries; list a subdirectory]"
-                        ));
-                    }
-                    ToolOutput::ok(spill::limit(ctx, entries.join("\n") + "\n"))
-                }
-                Ok(Err(e)) => ToolOutput::error(format!("cannot list {shown}: {e}")),
-                Err(e) => ToolOutput::error(format!("cannot list {shown}: {e}")),
+            // The walk failed or its thread did: the model hears the same either way.
+            let cannot =
+                |e: &dyn std::fmt::Display| ToolOutput::error(format!("cannot list {shown}: {e}"));
+            let mut entries = listed.map_err(|e| cannot(&e))?.map_err(|e| cannot(&e))?;
+            if entries.is_empty() {
+                return Ok(ToolOutput::ok(format!("{shown} is empty")));
             }
+            if entries.len() >= MAX_ENTRIES {
+                entries.push(format!(
+                    "[stopped at {MAX_ENTRIES} entries; list a subdirectory]"
+                ));
+            }
+            Ok(ToolOutput::ok(spill::limit(ctx, entries.join("\n") + "\n")))
         })
     }
 }

@@ -1,6 +1,8 @@
 //! One file per tool, plus the helpers they share: argument parsing (a bad argument is a
 //! result for the model that shows the expected schema), path resolution through
-//! [`workspace::resolve`], and command lookup confined to the calling task.
+//! [`workspace::resolve`], and command lookup confined to the calling task. Each fails with
+//! the error result itself, so a handler passes it on with `?`
+//! (see [`ToolOutcome`](super::ToolOutcome)).
 
 mod await_command;
 mod edit_file;
@@ -140,7 +142,7 @@ pub(crate) mod testing {
     }
 
     pub async fn call(tool: &dyn ToolHandler, ctx: &ToolContext, args: Value) -> ToolOutput {
-        tool.handle(ctx, args).await
+        tool.run(ctx, args).await
     }
 
     /// Every way out of the workspace that a path argument could take.

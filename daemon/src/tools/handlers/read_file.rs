@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput, spill};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput, spill};
 
 const DEFAULT_LIMIT: usize = 2000;
 /// Longer lines are cut: minified files would otherwise fill the window with one line.
@@ -48,37 +48,35 @@ impl ToolHandler for ReadFile {
         ToolKind::ReadOnly
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let path = match resolve(ctx, &args.path) {
-                Ok(path) => path,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let path = resolve(ctx, &args.path)?;
             let shown = display(ctx, &path);
             if path.is_dir() {
-                return ToolOutput::error(format!("{shown} is a directory; use list_dir"));
+                return Err(ToolOutput::error(format!(
+                    "{shown} is a directory; use list_dir"
+                )));
             }
-            let bytes = match tokio::fs::read(&path).await {
-                Ok(bytes) => bytes,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return ToolOutput::error(format!("no such file: {shown}"));
-                }
-                Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
-            };
+            let bytes = tokio::fs::read(&path).await.map_err(|e| {
+                ToolOutput::error(match e.kind() {
+                    std::io::ErrorKind::NotFound => format!("no such file: {shown}"),
+                    _ => format!("cannot read {shown}: {e}"),
+                })
+            })?;
             if bytes[..bytes.len().min(8192)].contains(&0) {
-                return ToolOutput::error(format!(
+                return Err(ToolOutput::error(format!(
                     "{shown} is a binary file ({} bytes); it is not shown",
                     bytes.len()
-                ));
+                )));
             }
             let text = String::from_utf8_lossy(&bytes);
             let offset = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-            ToolOutput::ok(spill::limit(ctx, window(&shown, &text, offset, limit)))
+            Ok(ToolOutput::ok(spill::limit(
+                ctx,
+                window(&shown, &text, offset, limit),
+            )))
         })
     }
 }

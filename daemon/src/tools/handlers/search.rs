@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput, spill};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput, spill};
 
 const DEFAULT_MAX: usize = 200;
 /// Matched lines are cut to this many chars: one minified line must not fill the result.
@@ -58,38 +58,33 @@ impl ToolHandler for Search {
         ToolKind::ReadOnly
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let path = match resolve(ctx, args.path.as_deref().unwrap_or(".")) {
-                Ok(path) => path,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let path = resolve(ctx, args.path.as_deref().unwrap_or("."))?;
             let shown = display(ctx, &path);
             if !path.exists() {
-                return ToolOutput::error(format!("no such file or directory: {shown}"));
+                return Err(ToolOutput::error(format!(
+                    "no such file or directory: {shown}"
+                )));
             }
             let source = if args.regex {
                 args.pattern.clone()
             } else {
                 regex::escape(&args.pattern)
             };
-            let regex = match Regex::new(&source) {
-                Ok(regex) => regex,
-                Err(e) => return ToolOutput::error(format!("invalid regex: {e}")),
-            };
+            let regex = Regex::new(&source)
+                .map_err(|e| ToolOutput::error(format!("invalid regex: {e}")))?;
             let max = args.max_results.unwrap_or(DEFAULT_MAX).max(1);
             let root = ctx.workspace.clone();
-            let found = tokio::task::spawn_blocking(move || find(&root, &path, &regex, max)).await;
-            let mut lines = match found {
-                Ok(lines) => lines,
-                Err(e) => return ToolOutput::error(format!("search failed: {e}")),
-            };
+            let mut lines = tokio::task::spawn_blocking(move || find(&root, &path, &regex, max))
+                .await
+                .map_err(|e| ToolOutput::error(format!("search failed: {e}")))?;
             if lines.is_empty() {
-                return ToolOutput::ok(format!("no matches for `{}` in {shown}", args.pattern));
+                return Ok(ToolOutput::ok(format!(
+                    "no matches for `{}` in {shown}",
+                    args.pattern
+                )));
             }
             if lines.len() > max {
                 lines.truncate(max);
@@ -97,7 +92,7 @@ impl ToolHandler for Search {
                     "[stopped at {max} results; narrow the pattern or the path]"
                 ));
             }
-            ToolOutput::ok(spill::limit(ctx, lines.join("\n") + "\n"))
+            Ok(ToolOutput::ok(spill::limit(ctx, lines.join("\n") + "\n")))
         })
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
 
 pub struct WriteFile;
 
@@ -41,46 +41,35 @@ impl ToolHandler for WriteFile {
         ToolKind::Mutating
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let path = match resolve(ctx, &args.path) {
-                Ok(path) => path,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let path = resolve(ctx, &args.path)?;
             let shown = display(ctx, &path);
             if path.is_dir() {
-                return ToolOutput::error(format!("{shown} is a directory"));
+                return Err(ToolOutput::error(format!("{shown} is a directory")));
             }
-            if let Some(parent) = path.parent()
-                && let Err(e) = tokio::fs::create_dir_all(parent).await
-            {
-                return ToolOutput::error(format!(
-                    "cannot create the directories for {shown}: {e}"
-                ));
+            if let Some(parent) = path.parent() {
+                tokio::fs::create_dir_all(parent).await.map_err(|e| {
+                    ToolOutput::error(format!("cannot create the directories for {shown}: {e}"))
+                })?;
             }
             let existed = path.exists();
-            let written = tokio::fs::write(&path, args.content.as_bytes()).await;
-            if written.is_ok() && !existed {
+            tokio::fs::write(&path, args.content.as_bytes())
+                .await
+                .map_err(|e| ToolOutput::error(format!("cannot write {shown}: {e}")))?;
+            if !existed {
                 // Created under the daemon's umask 077: give it the person's usual mode.
                 use std::os::unix::fs::PermissionsExt;
                 let mode = 0o666 & !crate::tools::user_umask();
                 let _ =
                     tokio::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).await;
             }
-            match written {
-                Ok(()) => {
-                    let verb = if existed { "replaced" } else { "created" };
-                    ToolOutput::ok(format!(
-                        "{verb} {shown}: wrote {} bytes",
-                        args.content.len()
-                    ))
-                }
-                Err(e) => ToolOutput::error(format!("cannot write {shown}: {e}")),
-            }
+            let verb = if existed { "replaced" } else { "created" };
+            Ok(ToolOutput::ok(format!(
+                "{verb} {shown}: wrote {} bytes",
+                args.content.len()
+            )))
         })
     }
 }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{command, command_report, parse, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
 
 const REPLY_WAIT: Duration = Duration::from_secs(1);
 const QUIET: Duration = Duration::from_millis(100);
@@ -55,16 +55,10 @@ impl ToolHandler for WriteStdin {
         ToolKind::Wait
     }
 
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let args: Args = match parse(self, args) {
-                Ok(args) => args,
-                Err(out) => return out,
-            };
-            let command = match command(ctx, &args.id) {
-                Ok(command) => command,
-                Err(out) => return out,
-            };
+            let args: Args = parse(self, args)?;
+            let command = command(ctx, &args.id)?;
             let id = command.id();
             let failure = if let Some(exit) = command.exit() {
                 Some(format!("{id} has already {exit}; nothing was written"))
@@ -87,11 +81,11 @@ impl ToolHandler for WriteStdin {
             let output = command.take_output();
             let new_output = !output.is_empty();
             let text = command_report(ctx, &command, &status, output);
-            ToolOutput {
+            Ok(ToolOutput {
                 text,
                 is_error: failure.is_some(),
                 new_output,
-            }
+            })
         })
     }
 }
