@@ -6,9 +6,9 @@
 //! stop early with `?`. Every path a tool touches is confined to the task's workspace
 //! ([`workspace`]).
 //!
-//! The control tools (`update_plan`, `send_message`, `report_done`, `report_blocked`) change
-//! the task's own state, so the agent loop handles them itself (`agent::control`); they are
-//! listed here only through [`control_specs`] so the model sees one tool list.
+//! The control tools (plan, messages, reports, questions, memory, subagents) act on the task
+//! or the agent itself, so the agent loop handles them (`agent::control_calls`) and adds their
+//! definitions to this registry's when it asks the model.
 
 pub mod commands;
 pub mod handlers;
