@@ -8,40 +8,21 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use lazyboy_tests::bench::{self, median, quick, status_kib};
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::{TestDaemon, bin};
 use serde_json::json;
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(run());
-}
-
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    values[values.len() / 2]
+    bench::runtime().block_on(run());
 }
 
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 async fn run() {
-    let reps = if std::env::var_os("BENCH_QUICK").is_some() {
-        2
-    } else {
-        7
-    };
+    let reps = if quick() { 2 } else { 7 };
     let mock = MockModel::start().await;
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
     let mut rows: Vec<(String, String, String)> = Vec::new();
@@ -89,7 +70,10 @@ async fn run() {
     ));
     rows.push((
         "daemon peak RSS (VmHWM, whole run)".into(),
-        format!("{:.1} MiB", vm_hwm_kib(daemon.pid()) as f64 / 1024.0),
+        format!(
+            "{:.1} MiB",
+            status_kib(daemon.pid(), "VmHWM").unwrap() as f64 / 1024.0
+        ),
         "< 40 MiB (Codex CLI 155 MiB, OpenCode 629 MiB)".into(),
     ));
     rows.push((
@@ -170,15 +154,7 @@ async fn run_cli(daemon: &TestDaemon, workspace: &std::path::Path) -> (Duration,
         let mut peak = 0;
         // Sample the CLI's high-water mark until it exits.
         loop {
-            let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
-                .ok()
-                .and_then(|status| {
-                    status
-                        .lines()
-                        .find(|l| l.starts_with("VmHWM:"))
-                        .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                });
-            peak = peak.max(hwm.unwrap_or(0));
+            peak = peak.max(status_kib(pid, "VmHWM").unwrap_or(0));
             if let Some(status) = child.try_wait().unwrap() {
                 assert!(status.success(), "{status}");
                 return (started.elapsed(), peak);

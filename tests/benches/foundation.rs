@@ -6,20 +6,12 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use lazyboy_tests::bench::{self, cpu_ticks, quick, status_kib};
 use lazyboy_tests::{TestDaemon, add_agent, bin, post_message, sse};
 use tokio::sync::mpsc;
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(run());
-}
-
-fn quick() -> bool {
-    std::env::var_os("BENCH_QUICK").is_some()
+    bench::runtime().block_on(run());
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -32,21 +24,7 @@ fn ms(d: Duration) -> String {
 }
 
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// utime + stime of a process, in clock ticks (10 ms).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    status_kib(pid, "VmRSS").unwrap()
 }
 
 async fn run() {

@@ -10,6 +10,7 @@
     reason = "test harness: a failure is a test failure"
 )]
 
+pub mod bench;
 pub mod mock_model;
 pub mod sse;
 
