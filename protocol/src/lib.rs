@@ -287,6 +287,9 @@ pub enum EventBody {
         command_id: String,
         command: String,
         log: String,
+        /// Its process group, so a daemon restarted after a crash can stop what is left.
+        #[serde(default)]
+        pgid: Option<i32>,
     },
     /// A background command ended: `status` says how ("exited with code 0 after 2.1 s"), or
     /// that it was lost in a daemon restart.
@@ -695,6 +698,7 @@ mod tests {
                 command_id: "cmd-1".into(),
                 command: "sleep 9".into(),
                 log: ".lazyboy-output/cmd-1.log".into(),
+                pgid: Some(4242),
             },
             EventBody::CommandEnded {
                 command_id: "cmd-1".into(),

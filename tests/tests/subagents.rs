@@ -255,7 +255,7 @@ async fn background_commands_cut_off_by_a_kill_9_are_reported_lost_not_rerun() {
     mock.push(Reply::tool_call(
         "b1",
         "exec_command",
-        json!({"cmd": "echo begun >> ran.txt; echo begun; sleep 20", "block_until_ms": 200}),
+        json!({"cmd": "echo begun >> ran.txt; echo begun; sleep 30 & echo $! > pid.txt; wait", "block_until_ms": 200}),
     ));
     mock.push(Reply::text("it runs in the background"));
     mock.push_fn(|request| {
@@ -305,7 +305,26 @@ async fn background_commands_cut_off_by_a_kill_9_are_reported_lost_not_rerun() {
         })
         .collect();
     assert_eq!(ended.len(), 1, "{ended:?}");
-    assert!(ended[0].contains("lost"), "{}", ended[0]);
+    assert!(
+        ended[0].contains("lost") && ended[0].contains("still running and has been stopped"),
+        "{}",
+        ended[0]
+    );
+    // What the old daemon left running was stopped, as a shutdown would have.
+    let pid = std::fs::read_to_string(ws.path().join("pid.txt")).unwrap();
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let alive = std::fs::read_to_string(&stat).is_ok_and(|s| {
+        let state = s
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned();
+        state != "Z" && state != "X"
+    });
+    assert!(!alive, "the orphaned `sleep 30` still runs");
     // Its output so far is kept, and it never ran again.
     let log =
         std::fs::read_to_string(ws.path().join(format!(".lazyboy-output/{command}.log"))).unwrap();

@@ -25,6 +25,7 @@ pub struct Background {
     pub id: String,
     pub command: String,
     pub log: String,
+    pub pgid: Option<i32>,
     /// How it ended, once recorded.
     pub ended: Option<String>,
 }
@@ -190,10 +191,12 @@ impl History {
                 command_id,
                 command,
                 log,
+                pgid,
             } => self.background.push(Background {
                 id: command_id.clone(),
                 command: command.clone(),
                 log: log.clone(),
+                pgid: *pgid,
                 ended: None,
             }),
             EventBody::CommandEnded { command_id, status } => {

@@ -19,6 +19,7 @@ use lazyboy_protocol::{EventBody, Verdict};
 
 use super::history::{History, REMIND_SEND, REVIVAL};
 use super::turn::{Halt, Turn};
+use crate::tools::commands::{Orphan, stop_orphan};
 
 /// The longest a revival wait watches one command before re-checking (any exit or finished
 /// subagent wakes it earlier).
@@ -160,8 +161,9 @@ impl Turn {
     }
 
     /// After a restart: background commands the log shows running are gone with the old
-    /// daemon. Each is recorded `lost` (its output so far stays in its log) and the model is
-    /// told; none is started again.
+    /// daemon. What is left of each is stopped, as a shutdown would have (only processes
+    /// carrying the command's marker; see `stop_orphan`), it is recorded `lost` (its output
+    /// so far stays in its log) and the model is told; none is started again.
     pub(super) async fn report_lost_commands(&self, history: &History) -> Result<(), Halt> {
         let lost: Vec<_> = history
             .background
@@ -172,13 +174,17 @@ impl Turn {
             return Ok(());
         }
         let mut note = String::from(
-            "These background commands were lost when the daemon restarted (they may have \
-             finished, or may still be running outside LazyBoy's control); they were not run \
+            "These background commands were lost when the daemon restarted; they were not run \
              again. Check the state before starting them again:",
         );
         for command in &lost {
+            let fate = match command.pgid.map(|pgid| stop_orphan(&command.id, pgid)) {
+                Some(Orphan::Stopped) => "it was still running and has been stopped",
+                Some(Orphan::Gone) => "it had ended; how is unknown",
+                Some(Orphan::Unknown) | None => "it may still be running outside LazyBoy",
+            };
             let status = format!(
-                "lost in a daemon restart; its output so far is in {}",
+                "lost in a daemon restart: {fate}; its output so far is in {}",
                 command.log
             );
             self.append(EventBody::CommandEnded {
@@ -187,7 +193,7 @@ impl Turn {
             })
             .await?;
             note.push_str(&format!(
-                "\n- {} (`{}`): output so far in {}",
+                "\n- {} (`{}`): {fate}; its output so far is in {}",
                 command.id, command.command, command.log
             ));
         }
@@ -206,6 +212,7 @@ impl Turn {
                 command_id: info.id.clone(),
                 command: info.cmd.clone(),
                 log: format!(".lazyboy-output/{}.log", info.id),
+                pgid: Some(info.pgid),
             })
             .await?;
             if let Some(command) = self.rt.commands.get(&info.id) {

@@ -68,6 +68,8 @@ pub enum StartError {
 pub struct CommandInfo {
     pub id: String,
     pub cmd: String,
+    /// Its process group (the shell's pid).
+    pub pgid: i32,
     pub started_at_ms: u64,
     pub log_path: PathBuf,
 }
@@ -192,8 +194,8 @@ impl CommandRegistry {
                 Err(e) => return Err(log_error(&path, e)),
             }
         };
-        let spawned = match spawn("bash", &spec) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => spawn("sh", &spec),
+        let spawned = match spawn("bash", &id, &spec) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => spawn("sh", &id, &spec),
             other => other,
         };
         let mut child = match spawned {
@@ -219,6 +221,7 @@ impl CommandRegistry {
             info: CommandInfo {
                 id: id.clone(),
                 cmd: spec.cmd,
+                pgid: pid,
                 started_at_ms,
                 log_path,
             },
@@ -430,13 +433,16 @@ fn new_id() -> String {
     format!("cmd-{hex}")
 }
 
-fn spawn(shell: &str, spec: &StartSpec) -> io::Result<Child> {
+fn spawn(shell: &str, id: &str, spec: &StartSpec) -> io::Result<Child> {
     let mut command = tokio::process::Command::new(shell);
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(super::is_secret_env) {
             command.env_remove(name);
         }
     }
+    // Marks the command's processes, so a later daemon can tell them from whatever reuses
+    // the pid (see `stop_orphan`).
+    command.env(MARKER, id);
     // The person's umask, not the daemon's private 077.
     let script = format!("umask {:03o}\n{}", super::user_umask(), spec.cmd);
     command
@@ -448,6 +454,62 @@ fn spawn(shell: &str, spec: &StartSpec) -> io::Result<Child> {
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
+}
+
+/// The variable naming the command in its processes' environment.
+pub const MARKER: &str = "LAZYBOYD_COMMAND_ID";
+
+/// What became of a command a dead daemon left behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Orphan {
+    /// Some of its processes still ran: the group was killed.
+    Stopped,
+    /// None of its processes runs any more.
+    Gone,
+    /// This platform cannot tell (no `/proc`).
+    Unknown,
+}
+
+/// After a restart: stops what is left of command `id` (process group `pgid`) from the
+/// previous daemon, as a shutdown would have. Only processes of that group that carry the
+/// command's marker count, so a reused pid is never touched.
+pub fn stop_orphan(id: &str, pgid: i32) -> Orphan {
+    if !cfg!(target_os = "linux") || pgid <= 1 {
+        return Orphan::Unknown;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Orphan::Unknown;
+    };
+    let marker = format!("{MARKER}={id}");
+    let ours = entries.filter_map(Result::ok).any(|entry| {
+        let dir = entry.path();
+        let in_group = std::fs::read_to_string(dir.join("stat"))
+            .ok()
+            .and_then(|stat| process_group(&stat))
+            == Some(pgid);
+        in_group
+            && std::fs::read(dir.join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == marker.as_bytes()))
+    });
+    if !ours {
+        return Orphan::Gone;
+    }
+    match killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
+        Ok(()) => Orphan::Stopped,
+        Err(_) => Orphan::Gone,
+    }
+}
+
+/// The process group in a `/proc/<pid>/stat` line (the fields after the command's `)`:
+/// state, ppid, pgrp). Zombies have exited already and do not count.
+fn process_group(stat: &str) -> Option<i32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    fields.nth(1)?.parse().ok()
 }
 
 /// The length of `bytes` without a trailing incomplete UTF-8 sequence.
@@ -564,6 +626,34 @@ async fn supervise(
 mod tests {
     use super::*;
     use crate::tools::handlers::testing;
+
+    #[test]
+    fn process_groups_are_read_after_the_command_name() {
+        let stat = "4242 (we ird) (name)) S 1 777 777 0 -1 4194304";
+        assert_eq!(process_group(stat), Some(777));
+        assert_eq!(
+            process_group("4242 (sleep) Z 1 777 777"),
+            None,
+            "a zombie has exited"
+        );
+        assert_eq!(process_group("garbage"), None);
+    }
+
+    #[tokio::test]
+    async fn an_orphan_is_stopped_only_through_its_marker() {
+        let (_dir, ctx) = testing::ctx();
+        let command = ctx.commands.start(spec(&ctx, "sleep 30")).await.unwrap();
+        let pgid = command.info().pgid;
+        // Another command's id never matches, even in the right group.
+        assert_eq!(stop_orphan("cmd-someone-else", pgid), Orphan::Gone);
+        assert!(command.exit().is_none());
+        assert_eq!(stop_orphan(command.id(), pgid), Orphan::Stopped);
+        let end = command
+            .wait_exit(Duration::from_secs(10), &CancellationToken::new())
+            .await;
+        assert_eq!(end, WaitEnd::Exited);
+        assert_eq!(stop_orphan(command.id(), pgid), Orphan::Gone);
+    }
 
     fn spec(ctx: &crate::tools::ToolContext, cmd: &str) -> StartSpec {
         StartSpec {
