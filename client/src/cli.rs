@@ -40,7 +40,7 @@ pub enum Command {
     #[command(subcommand)]
     Schedule(ScheduleCommand),
     /// Hand an agent a task in the current directory and follow it to the end. Exit code:
-    /// 0 answer/done/waiting, 1 blocked/budget_exhausted/failed, 130 cancelled (Ctrl-C).
+    /// 0 answer/done, 1 blocked/budget_exhausted/failed, 130 cancelled (Ctrl-C).
     Run(RunArgs),
     /// Queue a background task for an agent and return at once with its id.
     Ask {

@@ -218,6 +218,21 @@ async fn stopping_a_parent_stops_its_subagents_and_the_round_cap_holds() {
         }
     })
     .await;
+    // `lazyboy tasks` shows which task each subagent belongs to.
+    let listed = lazyboy_tests::output_of({
+        let mut command = daemon.cli();
+        command.args(["tasks", "--agent", "lead"]);
+        command
+    })
+    .await;
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    for child in &children {
+        let row = listed
+            .lines()
+            .find(|l| l.starts_with(child.as_str()))
+            .unwrap();
+        assert!(row.contains(&format!("(subagent of {parent})")), "{row}");
+    }
     // The looping one stops at LAZYBOY_SUBAGENT_MAX_ROUNDS.
     let looping = wait_task_finished(&daemon, &children[0]).await;
     assert_eq!(looping.verdict, Some(Verdict::BudgetExhausted));

@@ -65,7 +65,13 @@ pub async fn list(
             task.id,
             task.agent,
             state_label(task),
-            crate::render::one_line(&task.objective)
+            match &task.parent {
+                Some(parent) => format!(
+                    "(subagent of {parent}) {}",
+                    crate::render::one_line(&task.objective)
+                ),
+                None => crate::render::one_line(&task.objective),
+            }
         );
     }
     Ok(0)
