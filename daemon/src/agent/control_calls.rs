@@ -47,19 +47,15 @@ impl Turn {
         if control::asks_the_person(name) {
             return self.ask_person(call, args).await;
         }
-        if subagents::is_subagent_tool(name) {
-            let output = subagents::handle(&self.rt, &self.task, name, args).await;
-            let status = if output.is_error {
-                ToolStatus::Error
-            } else {
-                ToolStatus::Ok
-            };
-            self.record_result(&call.record, status, output.text)
-                .await?;
-            return Ok(None);
-        }
-        if memory::is_memory(name) {
-            let output = memory::handle(&self.rt.store, self.task.agent_id, name, args).await;
+        // Memory and subagent tools only answer the call: they never end the turn.
+        let output = if subagents::is_subagent_tool(name) {
+            Some(subagents::handle(&self.rt, &self.task, name, args.clone()).await)
+        } else if memory::is_memory(name) {
+            Some(memory::handle(&self.rt.store, self.task.agent_id, name, args.clone()).await)
+        } else {
+            None
+        };
+        if let Some(output) = output {
             let status = if output.is_error {
                 ToolStatus::Error
             } else {
