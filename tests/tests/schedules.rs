@@ -100,6 +100,14 @@ async fn wait_tasks(daemon: &TestDaemon, job: &str, n: usize) -> Vec<Task> {
     .await
 }
 
+/// Simulates downtime: the stopped daemon's schedule `id` was due at `due`.
+fn set_due(daemon: &TestDaemon, id: &str, due: i64) {
+    sql(
+        &daemon.home().join("lazyboy.db"),
+        &format!("UPDATE schedules SET next_run_at_ms = {due} WHERE id = '{id}'"),
+    );
+}
+
 /// Edits the stopped daemon's database with python3's sqlite3.
 fn sql(db: &Path, statement: &str) {
     let status = std::process::Command::new("python3")
@@ -251,13 +259,7 @@ async fn a_schedule_due_while_the_daemon_was_down_runs_once_at_start() {
 
     // Seven minutes of downtime: the slot it was waiting for and six more went by.
     let due = added.next_run_at_ms.unwrap() - 7 * 60_000;
-    sql(
-        &daemon.home().join("lazyboy.db"),
-        &format!(
-            "UPDATE schedules SET next_run_at_ms = {due} WHERE id = '{}'",
-            added.id
-        ),
-    );
+    set_due(&daemon, &added.id, due);
     let restarted_at = now_ms();
     daemon.restart().await;
 
@@ -313,13 +315,7 @@ async fn missed_slots_are_skipped_when_asked() {
         stop_keeping_home(&mut daemon);
 
         let due = added.next_run_at_ms.unwrap() - 6 * 60_000;
-        sql(
-            &daemon.home().join("lazyboy.db"),
-            &format!(
-                "UPDATE schedules SET next_run_at_ms = {due} WHERE id = '{}'",
-                added.id
-            ),
-        );
+        set_due(&daemon, &added.id, due);
         let restarted_at = now_ms();
         daemon.restart().await;
 

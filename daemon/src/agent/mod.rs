@@ -332,7 +332,7 @@ impl Runtime {
         &self,
         agent: &str,
         text: &str,
-    ) -> Result<Option<(String, i64)>, StoreError> {
+    ) -> Result<Option<(TaskRow, i64)>, StoreError> {
         let running = self.running.lock().await;
         let Some((task_id, task)) = running
             .iter()
@@ -348,7 +348,7 @@ impl Runtime {
         task.steered.store(true, Ordering::SeqCst);
         // A loop waiting for its subagents or commands takes the new instruction now.
         self.finished.send_modify(|n| *n += 1);
-        Ok(Some((row.id, event.seq)))
+        Ok(Some((row, event.seq)))
     }
 
     /// A message to one task: steering when it runs; added before its first step when it is

@@ -20,13 +20,9 @@ pub struct AgentRow {
     pub created_at_ms: i64,
     pub thread: String,
     /// The top-level task the agent's state is about, with its state and lease.
-    #[sqlx(default)]
     pub current_task: Option<String>,
-    #[sqlx(default)]
     pub task_state: Option<String>,
-    #[sqlx(default)]
     pub heartbeat_at_ms: Option<i64>,
-    #[sqlx(default)]
     pub lease_expires_at_ms: Option<i64>,
 }
 

@@ -68,7 +68,7 @@ pub async fn update(
     if let Some(dir) = request.workspace.as_deref().filter(|d| !d.is_empty()) {
         check_workspace(dir)?;
     }
-    state
+    let row = state
         .store
         .update_agent(
             &name,
@@ -77,7 +77,6 @@ pub async fn update(
             request.workspace.as_deref(),
         )
         .await?;
-    let row = state.store.agent(&name).await?;
     Ok(Json(row.to_api(&state.runtime.workspaces)))
 }
 

@@ -29,8 +29,7 @@ pub async fn post(
         return Ok(accepted(thread, event.seq, None, false));
     }
     if let Some((task, seq)) = state.runtime.steer(&name, text).await? {
-        let thread = state.store.task(&task).await?.thread;
-        return Ok(accepted(thread, seq, Some(task), true));
+        return Ok(accepted(task.thread, seq, Some(task.id), true));
     }
     let agent = state.store.agent(&name).await?;
     let workspace = super::tasks::agent_workspace(&state, &agent)?;
