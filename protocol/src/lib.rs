@@ -179,6 +179,25 @@ pub struct MessageAccepted {
     /// Whether it steered a running task (`false`: it started one, or is a note).
     #[serde(default)]
     pub steered: bool,
+    /// What the message did: steered the running task, answered its open question, started
+    /// a task, or was only noted in the chat thread.
+    #[serde(default)]
+    pub action: MessageAction,
+}
+
+/// What a [`PostMessage`] did (the runtime decides; every client shares the rule).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageAction {
+    /// It joined the running task (the model reads it after the call in progress).
+    Steered,
+    /// It answered the question the agent's task waits on; that task resumes.
+    Answered,
+    /// The agent was idle: it started a new task with the text as its objective.
+    #[default]
+    Started,
+    /// `note: true`: only recorded in the agent's chat thread.
+    Noted,
 }
 
 /// One entry of the event log, as the SSE stream and every client see it.

@@ -7,7 +7,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use lazyboy_protocol::{EventBody, MessageAccepted, PostMessage};
+use lazyboy_protocol::{EventBody, MessageAccepted, MessageAction, PostMessage};
 
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiJson, ApiPath};
@@ -26,10 +26,10 @@ pub async fn post(
             text: request.text.clone(),
         };
         let (thread, event) = state.store.append_to_agent(&name, &body).await?;
-        return Ok(accepted(thread, event.seq, None, false));
+        return Ok(accepted(thread, event.seq, None, MessageAction::Noted));
     }
     if let Some((task, seq)) = state.runtime.steer(&name, text).await? {
-        return Ok(accepted(task.thread, seq, Some(task.id), true));
+        return Ok(accepted(task.thread, seq, Some(task.id), MessageAction::Steered));
     }
     let agent = state.store.agent(&name).await?;
     let workspace = super::tasks::agent_workspace(&state, &agent)?;
@@ -38,14 +38,14 @@ pub async fn post(
         .create_task_logged(&name, text, &workspace)
         .await?;
     state.runtime.enqueue();
-    Ok(accepted(task.thread, event.seq, Some(task.id), false))
+    Ok(accepted(task.thread, event.seq, Some(task.id), MessageAction::Started))
 }
 
 fn accepted(
     thread: String,
     seq: i64,
     task: Option<String>,
-    steered: bool,
+    action: MessageAction,
 ) -> (StatusCode, Json<MessageAccepted>) {
     (
         StatusCode::ACCEPTED,
@@ -53,7 +53,8 @@ fn accepted(
             thread,
             seq,
             task,
-            steered,
+            steered: action == MessageAction::Steered,
+            action,
         }),
     )
 }
