@@ -263,6 +263,9 @@ pub enum EventBody {
         call_id: String,
         name: String,
         arguments: String,
+        /// What the call does to the world, as its tool declared it (absent in old logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effect: Option<Effect>,
     },
     /// The one result of a call.
     ToolResult {
@@ -270,6 +273,9 @@ pub enum EventBody {
         name: String,
         status: ToolStatus,
         output: String,
+        /// A wait that brought output the model had not seen (progress, not a loop).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        progress: bool,
     },
     /// The plan as it now stands.
     PlanUpdated {
@@ -352,6 +358,39 @@ pub struct ToolCallRecord {
     pub name: String,
     /// The raw JSON text the model sent (it may be invalid).
     pub arguments: String,
+}
+
+/// What a tool call does to the world, declared by its tool (from its arguments where that
+/// matters). The turn loop runs consecutive `read` calls in parallel and everything else
+/// alone and in order; approvals name effects.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// No side effect: reads, searches, observations.
+    Read,
+    /// Writes files in the task's workspace.
+    WorkspaceWrite,
+    /// Runs or drives a process.
+    Command,
+    /// Reaches the network.
+    Network,
+    /// Asks the person and waits.
+    Person,
+    /// Changes the task itself (plan, messages, reports, memory, subagents).
+    Control,
+}
+
+impl Effect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Read => "read",
+            Effect::WorkspaceWrite => "workspace_write",
+            Effect::Command => "command",
+            Effect::Network => "network",
+            Effect::Person => "person",
+            Effect::Control => "control",
+        }
+    }
 }
 
 /// How a call ended.
@@ -681,12 +720,14 @@ mod tests {
                 call_id: "c".into(),
                 name: "n".into(),
                 arguments: "{}".into(),
+                effect: Some(Effect::Read),
             },
             EventBody::ToolResult {
                 call_id: "c".into(),
                 name: "n".into(),
                 status: ToolStatus::Unknown,
                 output: "o".into(),
+                progress: true,
             },
             EventBody::PlanUpdated {
                 steps: vec![],

@@ -1,20 +1,22 @@
 //! Loop fuses: spotting an agent that repeats itself, without capping honest long work.
 //!
 //! There is no round quota for normal work (only `LAZYBOY_MAX_ROUNDS_TOTAL` as a last
-//! resort). Instead, per task:
-//! - the second identical (tool, arguments, result) gets a reminder to change approach;
-//! - the same state-changing call with the same result a 6th time stops the task `blocked`;
+//! resort). Instead, per task, counting only calls that change something (not `read`,
+//! `control` or `person` effects) and not waits that brought new output:
+//! - the same call with the same result twice in a row gets a reminder to change approach;
+//! - the same call with the same result six times in a row stops the task `blocked`;
 //! - the same error 8 times in a row, or 14 failed calls in a row, stop it `blocked`.
 //!
-//! Observations (read-only tools) never count, and neither do waits that brought new output:
-//! watching a long build is progress, not a loop. Pure logic, no IO.
+//! "In a row" is among counted calls: reads and plan updates in between neither break nor
+//! extend a run, any other counted call breaks it. A message from the person (an answer, a
+//! steer, a `continue`) starts the count afresh. Watching a long build is progress, not a
+//! loop. Pure logic, no IO.
 
-use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::tools::ToolKind;
+use lazyboy_protocol::Effect;
 
-/// Identical state-changing calls with identical results that stop the task.
+/// Identical state-changing calls with identical results, in a row, that stop the task.
 pub const SAME_CALL_LIMIT: u32 = 6;
 /// The same error, consecutively, that stops the task.
 pub const SAME_ERROR_LIMIT: u32 = 8;
@@ -34,10 +36,17 @@ pub enum Fuse {
 /// The guard's memory for one task.
 #[derive(Debug, Default)]
 pub struct LoopGuard {
-    identical: HashMap<u64, u32>,
+    /// The last counted (call, result) and how many times in a row it came.
+    last_call: Option<u64>,
+    same_call_run: u32,
     last_error: Option<u64>,
     same_error_run: u32,
     failure_run: u32,
+}
+
+/// Whether calls with this effect can be a loop the fuses stop.
+pub fn counts(effect: Effect) -> bool {
+    !matches!(effect, Effect::Read | Effect::Control | Effect::Person)
 }
 
 /// Command ids (`cmd-…`) differ on every run of the same command; they are masked so the
@@ -67,30 +76,34 @@ fn hash_of(parts: &[&str]) -> u64 {
 }
 
 impl LoopGuard {
-    /// Records one result and says what to do.
+    /// The person spoke (an answer, a steer, a continue): runs start afresh.
+    pub fn reset(&mut self) {
+        *self = LoopGuard::default();
+    }
+
+    /// Records one result and says what to do. `progress`: a wait that brought output the
+    /// model had not seen.
     pub fn record(
         &mut self,
-        kind: ToolKind,
+        effect: Effect,
         name: &str,
         arguments: &str,
         output: &str,
         is_error: bool,
-        new_output: bool,
+        progress: bool,
     ) -> Fuse {
-        match kind {
-            ToolKind::ReadOnly | ToolKind::Control => return Fuse::Continue,
-            ToolKind::Wait if new_output => return Fuse::Continue,
-            ToolKind::Wait | ToolKind::Mutating => {}
+        if !counts(effect) || progress {
+            return Fuse::Continue;
         }
         let output = &mask_ids(output);
-        let count = {
-            let entry = self
-                .identical
-                .entry(hash_of(&[name, arguments, output]))
-                .or_insert(0);
-            *entry += 1;
-            *entry
-        };
+        let call = hash_of(&[name, arguments, output]);
+        if self.last_call == Some(call) {
+            self.same_call_run += 1;
+        } else {
+            self.last_call = Some(call);
+            self.same_call_run = 1;
+        }
+        let count = self.same_call_run;
         if is_error {
             self.failure_run += 1;
             let error = hash_of(&[output]);
@@ -107,8 +120,8 @@ impl LoopGuard {
         }
         if count >= SAME_CALL_LIMIT {
             return Fuse::Block(format!(
-                "stopped: `{name}` was called {count} times with the same arguments and got the \
-                 same result each time"
+                "stopped: `{name}` was called {count} times in a row with the same arguments \
+                 and got the same result each time"
             ));
         }
         if self.same_error_run >= SAME_ERROR_LIMIT {
@@ -125,9 +138,10 @@ impl LoopGuard {
         }
         if count >= 2 {
             return Fuse::Remind(format!(
-                "You have now called `{name}` {count} times with the same arguments and got the \
-                 same result. Repeating it will not change the outcome: observe the current \
-                 state and try a different approach, or report_blocked if you cannot proceed."
+                "You have now called `{name}` {count} times in a row with the same arguments \
+                 and got the same result. Repeating it will not change the outcome: observe the \
+                 current state and try a different approach, or report_blocked if you cannot \
+                 proceed."
             ));
         }
         Fuse::Continue
@@ -139,12 +153,96 @@ mod tests {
     use super::*;
 
     #[test]
+    fn six_identical_calls_interleaved_with_others_never_block() {
+        let mut guard = LoopGuard::default();
+        for i in 0..6 {
+            let same = guard.record(
+                Effect::Command,
+                "exec_command",
+                "echo same",
+                "same",
+                false,
+                false,
+            );
+            assert_eq!(same, Fuse::Continue, "at {i}");
+            let other = format!("echo {i}");
+            let fuse = guard.record(
+                Effect::Command,
+                "exec_command",
+                &other,
+                &other,
+                false,
+                false,
+            );
+            assert_eq!(fuse, Fuse::Continue, "at {i}");
+        }
+        // Reads and plan updates in between neither break nor extend a run.
+        for _ in 0..5 {
+            guard.record(
+                Effect::Command,
+                "exec_command",
+                "make",
+                "exit 2",
+                false,
+                false,
+            );
+            guard.record(Effect::Read, "read_file", "{}", "x", false, false);
+            guard.record(
+                Effect::Control,
+                "update_plan",
+                "{}",
+                "plan updated",
+                false,
+                false,
+            );
+        }
+        assert!(matches!(
+            guard.record(
+                Effect::Command,
+                "exec_command",
+                "make",
+                "exit 2",
+                false,
+                false
+            ),
+            Fuse::Block(_)
+        ));
+    }
+
+    #[test]
+    fn the_person_speaking_starts_the_count_afresh() {
+        let mut guard = LoopGuard::default();
+        for _ in 0..5 {
+            guard.record(
+                Effect::Command,
+                "exec_command",
+                "make",
+                "exit 2",
+                false,
+                false,
+            );
+        }
+        guard.reset();
+        assert_eq!(
+            guard.record(
+                Effect::Command,
+                "exec_command",
+                "make",
+                "exit 2",
+                false,
+                false
+            ),
+            Fuse::Continue
+        );
+    }
+
+    #[test]
     fn reminds_at_two_and_blocks_at_six_identical() {
         let mut guard = LoopGuard::default();
         let mut outcomes = Vec::new();
         for _ in 0..6 {
             outcomes.push(guard.record(
-                ToolKind::Mutating,
+                Effect::Command,
                 "exec_command",
                 "{\"cmd\":\"make\"}",
                 "exit 2",
@@ -167,7 +265,7 @@ mod tests {
         );
         let mut guard = LoopGuard::default();
         guard.record(
-            ToolKind::Mutating,
+            Effect::Command,
             "exec_command",
             "{}",
             "cmd-aaa exit 0",
@@ -175,7 +273,7 @@ mod tests {
             false,
         );
         let second = guard.record(
-            ToolKind::Mutating,
+            Effect::Command,
             "exec_command",
             "{}",
             "cmd-bbb exit 0",
@@ -190,12 +288,12 @@ mod tests {
         let mut guard = LoopGuard::default();
         for _ in 0..50 {
             assert_eq!(
-                guard.record(ToolKind::ReadOnly, "read_file", "{}", "same", false, false),
+                guard.record(Effect::Read, "read_file", "{}", "same", false, false),
                 Fuse::Continue
             );
             assert_eq!(
                 guard.record(
-                    ToolKind::Wait,
+                    Effect::Command,
                     "await_command",
                     "{\"id\":\"c\"}",
                     "more output",
@@ -207,7 +305,7 @@ mod tests {
         }
         // A wait with nothing new does count.
         guard.record(
-            ToolKind::Wait,
+            Effect::Command,
             "await_command",
             "{\"id\":\"c\"}",
             "still running",
@@ -216,7 +314,7 @@ mod tests {
         );
         assert!(matches!(
             guard.record(
-                ToolKind::Wait,
+                Effect::Command,
                 "await_command",
                 "{\"id\":\"c\"}",
                 "still running",
@@ -232,7 +330,7 @@ mod tests {
         let mut guard = LoopGuard::default();
         for i in 0..7 {
             let fuse = guard.record(
-                ToolKind::Mutating,
+                Effect::Command,
                 "write_file",
                 &format!("{{\"n\":{i}}}"),
                 "disk full",
@@ -242,7 +340,7 @@ mod tests {
             assert_eq!(fuse, Fuse::Continue, "at {i}");
         }
         let fuse = guard.record(
-            ToolKind::Mutating,
+            Effect::Command,
             "write_file",
             "{\"n\":8}",
             "disk full",
@@ -257,7 +355,7 @@ mod tests {
         let mut guard = LoopGuard::default();
         for i in 0..13 {
             let fuse = guard.record(
-                ToolKind::Mutating,
+                Effect::Command,
                 "exec_command",
                 &format!("{i}"),
                 &format!("error {}", i % 2),
@@ -267,19 +365,12 @@ mod tests {
             assert_eq!(fuse, Fuse::Continue, "at {i}");
         }
         assert_eq!(
-            guard.record(
-                ToolKind::Mutating,
-                "exec_command",
-                "ok",
-                "fine",
-                false,
-                false
-            ),
+            guard.record(Effect::Command, "exec_command", "ok", "fine", false, false),
             Fuse::Continue
         );
         for i in 0..13 {
             let fuse = guard.record(
-                ToolKind::Mutating,
+                Effect::Command,
                 "exec_command",
                 &format!("b{i}"),
                 &format!("error {}", i % 2),
@@ -289,7 +380,7 @@ mod tests {
             assert_eq!(fuse, Fuse::Continue, "after reset, at {i}");
         }
         let fuse = guard.record(
-            ToolKind::Mutating,
+            Effect::Command,
             "exec_command",
             "b13",
             "error x",

@@ -7,10 +7,12 @@
 
 use std::collections::HashSet;
 
-use lazyboy_protocol::{EventBody, PlanStep, ToolCallRecord, ToolStatus};
+use std::collections::HashMap;
 
-use super::control;
+use lazyboy_protocol::{Effect, EventBody, PlanStep, ToolCallRecord, ToolStatus};
+
 use crate::providers::{Message, ToolCall};
+use crate::tools::handlers::legacy_effect;
 
 /// The note that reminds the model to speak; its presence in the log means "already reminded".
 pub const REMIND_SEND: &str = "You worked on this but have not told the person anything yet. \
@@ -30,6 +32,20 @@ pub struct Background {
     pub ended: Option<String>,
 }
 
+/// One thing the loop guard saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuardInput {
+    Result {
+        effect: Effect,
+        call: ToolCallRecord,
+        output: String,
+        failed: bool,
+        progress: bool,
+    },
+    /// The person spoke: runs start afresh.
+    PersonSpoke,
+}
+
 /// A task's state as its events describe it.
 #[derive(Debug, Default)]
 pub struct History {
@@ -46,8 +62,10 @@ pub struct History {
     pub unanswered: Vec<ToolCallRecord>,
     /// Calls whose intent was recorded (they may have started).
     pub started: HashSet<String>,
-    /// Every (call, result) so far, for rebuilding the loop guard.
-    pub results: Vec<(ToolCallRecord, String, ToolStatus)>,
+    /// What the loop guard saw so far, in order, for rebuilding it after a restart.
+    pub guard: Vec<GuardInput>,
+    /// The effect each started call declared.
+    effects: HashMap<String, Effect>,
     /// Every call made so far, to pair results with their arguments.
     calls: Vec<ToolCallRecord>,
     /// Messages from the person waiting for the current calls' results.
@@ -99,6 +117,7 @@ impl History {
                 text: objective.clone(),
             }),
             EventBody::UserMessage { text } => {
+                self.guard.push(GuardInput::PersonSpoke);
                 // Steering that arrived while calls were running joins the conversation
                 // after their results (a message between results breaks the wire format).
                 if self.unanswered.is_empty() {
@@ -144,24 +163,46 @@ impl History {
                         .collect(),
                 });
             }
-            EventBody::ToolCall { call_id, .. } => {
+            EventBody::ToolCall {
+                call_id,
+                name,
+                effect,
+                ..
+            } => {
                 self.started.insert(call_id.clone());
+                // Logs from before calls recorded their effect: the standard tool's.
+                if let Some(effect) = effect.or_else(|| legacy_effect(name)) {
+                    self.effects.insert(call_id.clone(), effect);
+                }
             }
             EventBody::ToolResult {
                 call_id,
                 name,
                 status,
                 output,
+                progress,
             } => {
                 self.unanswered.retain(|c| &c.id != call_id);
                 if self.question.as_ref().is_some_and(|(id, _)| id == call_id) {
                     self.question = None;
+                    // The person's answer.
+                    self.guard.push(GuardInput::PersonSpoke);
                 }
-                if !control::is_control(name) && *status != ToolStatus::Skipped {
+                let effect = self.effects.get(call_id).copied();
+                let acts = effect.is_some_and(|e| !matches!(e, Effect::Control | Effect::Person));
+                if acts && *status != ToolStatus::Skipped {
                     self.acted = true;
                 }
-                if let Some(call) = self.calls.iter().find(|c| &c.id == call_id) {
-                    self.results.push((call.clone(), output.clone(), *status));
+                if let (Some(call), Some(effect)) =
+                    (self.calls.iter().find(|c| &c.id == call_id), effect)
+                {
+                    self.guard.push(GuardInput::Result {
+                        effect,
+                        call: call.clone(),
+                        output: output.clone(),
+                        failed: *status != ToolStatus::Ok,
+                        progress: *progress,
+                    });
                 }
                 self.messages.push(Message::ToolResult {
                     call_id: call_id.clone(),
@@ -249,17 +290,20 @@ mod tests {
                 call_id: "a".into(),
                 name: "exec_command".into(),
                 arguments: "{}".into(),
+                effect: None,
             },
             EventBody::ToolResult {
                 call_id: "a".into(),
                 name: "exec_command".into(),
                 status: ToolStatus::Ok,
                 output: "fine".into(),
+                progress: false,
             },
             EventBody::ToolCall {
                 call_id: "b".into(),
                 name: "exec_command".into(),
                 arguments: "{}".into(),
+                effect: Some(Effect::Command),
             },
         ];
         let history = History::from_events(&events);

@@ -8,19 +8,18 @@
 //! wait for a slot they need. Every running task holds a lease in the store, renewed every
 //! 10 s ([`LEASE_RENEW_MS`]) by one timer for all of them.
 //!
-//! The loop itself is `turn.rs` (a thin driver over the store, the provider and the tools);
-//! its decisions are plain functions in `fuse.rs`, `control.rs` and `history.rs`; the
-//! subagent tools are in `subagents.rs`.
+//! The loop itself is `turn.rs` (a thin driver over the store, the provider and the tools)
+//! and `batch.rs` (one reply's calls through the task's registry); its decisions are plain
+//! functions in `fuse.rs` and `history.rs`. Tools reach their task through `scope.rs`, the
+//! runtime's side of `tools::task::TaskScope`.
 
-pub mod control;
-mod control_calls;
+mod batch;
 pub mod fuse;
 pub mod history;
-pub mod memory;
 pub mod prompt;
 mod revival;
 pub mod schedules;
-pub mod subagents;
+mod scope;
 mod turn;
 
 use std::collections::HashMap;
@@ -40,8 +39,8 @@ use tracing::Instrument;
 
 use crate::config::Config;
 use crate::store::{AgentRow, LEASE_RENEW_MS, Store, StoreError, TaskRow};
+use crate::tools::CommandRegistry;
 use crate::tools::commands::{Command, WaitEnd};
-use crate::tools::{CommandRegistry, Registry};
 
 /// Why an answer was refused.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +82,6 @@ struct Running {
 pub struct Runtime {
     pub store: Store,
     pub config: Config,
-    pub tools: Registry,
     pub commands: Arc<CommandRegistry>,
     /// Where agents without an explicit workspace work: `<home>/workspaces/<agent>`.
     pub workspaces: PathBuf,
@@ -111,7 +109,6 @@ impl Runtime {
         Arc::new(Runtime {
             store,
             config,
-            tools: Registry::standard(),
             commands: Arc::new(CommandRegistry::new()),
             workspaces,
             schedules: schedules::Timer::default(),
@@ -443,7 +440,7 @@ impl Runtime {
             .iter()
             .find(|c| c.id == call_id)
             .map_or_else(
-                || control::REQUEST_USER_INPUT.to_owned(),
+                || crate::tools::handlers::ask::USER_INPUT.to_owned(),
                 |c| c.name.clone(),
             );
         let text = match (answer.option, answer.text.as_deref()) {
@@ -459,6 +456,7 @@ impl Runtime {
             name,
             status: ToolStatus::Ok,
             output: format!("The person answered: {text}"),
+            progress: false,
         };
         self.store.append_to_task(&task, &result).await?;
         self.store.set_task_state(&task, TaskState::Queued).await?;

@@ -11,26 +11,24 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use futures_util::future::join_all;
 use lazyboy_protocol::{EventBody, TaskState, ToolCallRecord, ToolStatus, Verdict};
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
-use super::control;
-use super::fuse::{Fuse, LoopGuard};
-use super::history::History;
+use super::batch::BatchEnd;
+use super::fuse::LoopGuard;
+use super::history::{GuardInput, History};
 use super::prompt;
-use super::{memory, subagents};
+use super::scope::Scope;
 use crate::providers::{ModelReply, ModelRequest, Provider, ProviderError, ToolDef};
 use crate::store::{StoreError, TaskRow};
-use crate::tools::{ToolContext, ToolKind, ToolOutput};
+use crate::tools::{Registry, TaskTools};
 
 /// Why the loop stopped without a verdict.
 pub(super) enum Halt {
@@ -38,6 +36,8 @@ pub(super) enum Halt {
     Shutdown,
     /// The store failed: nothing more can be recorded.
     Store(StoreError),
+    /// A tool found the store gone (its message).
+    Fatal(String),
 }
 
 impl From<StoreError> for Halt {
@@ -53,9 +53,20 @@ pub(super) async fn run(
     cancel: CancellationToken,
     steered: Arc<AtomicBool>,
 ) {
+    let tools = Registry::for_task(&TaskTools {
+        subagent: task.parent_id.is_some(),
+        allowed: task.allowed_tools(),
+    });
+    let scope = Arc::new(Scope {
+        rt: rt.clone(),
+        task: task.clone(),
+        tools: tools.clone(),
+    });
     let mut turn = Turn {
         rt: rt.clone(),
         task,
+        tools,
+        scope,
         cancel,
         guard: LoopGuard::default(),
         reminders: Vec::new(),
@@ -82,39 +93,28 @@ pub(super) async fn run(
         }
         Err(Halt::Shutdown) => tracing::info!("task paused by shutdown"),
         Err(Halt::Store(error)) => tracing::error!(%error, "task stopped: the store failed"),
+        Err(Halt::Fatal(error)) => tracing::error!(%error, "task stopped: a tool lost the store"),
     }
 }
 
 pub(super) struct Turn {
     pub(super) rt: Arc<Runtime>,
     pub(super) task: TaskRow,
+    /// The tools this task may call (built for it: a subagent's lack some).
+    pub(super) tools: Registry,
+    /// What those tools see of the task.
+    pub(super) scope: Arc<Scope>,
     pub(super) cancel: CancellationToken,
-    guard: LoopGuard,
+    pub(super) guard: LoopGuard,
     /// Reminders from the loop guard, told to the model once the whole batch has its results
     /// (a note between two results of one reply would break the wire format).
-    reminders: Vec<String>,
+    pub(super) reminders: Vec<String>,
     /// Set when the turn ended on a question to the person (not a verdict).
     asked_person: bool,
     /// Raised by `Runtime::steer`: a new instruction arrived mid-batch.
     pub(super) steered: Arc<AtomicBool>,
     /// Background commands already recorded (`command_started`).
     pub(super) known_background: HashSet<String>,
-}
-
-/// One call of a batch, parsed.
-pub(super) struct Call {
-    pub(super) record: ToolCallRecord,
-    pub(super) args: Result<Value, String>,
-}
-
-/// What a batch ended with.
-pub(super) enum BatchEnd {
-    Continue,
-    Finish(Verdict, String),
-    /// A question to the person: the task waits for the answer.
-    AskPerson,
-    /// The person sent a new instruction: the rest of the batch is skipped.
-    Steered,
 }
 
 /// How a drive ends.
@@ -135,16 +135,26 @@ impl Turn {
 
     async fn drive_to_verdict(&mut self) -> Result<(Verdict, String), Halt> {
         let history = self.load_history().await?;
-        for (call, output, status) in &history.results {
-            let kind = self.kind_of(&call.name);
-            self.guard.record(
-                kind,
-                &call.name,
-                &call.arguments,
-                output,
-                *status != ToolStatus::Ok,
-                false,
-            );
+        for input in &history.guard {
+            match input {
+                GuardInput::Result {
+                    effect,
+                    call,
+                    output,
+                    failed,
+                    progress,
+                } => {
+                    self.guard.record(
+                        *effect,
+                        &call.name,
+                        &call.arguments,
+                        output,
+                        *failed,
+                        *progress,
+                    );
+                }
+                GuardInput::PersonSpoke => self.guard.reset(),
+            }
         }
         // Recovery: answer every call the last reply left without a result.
         for call in &history.unanswered {
@@ -303,58 +313,15 @@ impl Turn {
         (Verdict::Cancelled, "stopped by the person".to_owned())
     }
 
-    fn kind_of(&self, name: &str) -> ToolKind {
-        if control::is_control(name) {
-            return ToolKind::Control;
-        }
-        self.rt
-            .tools
-            .get(name)
-            .map_or(ToolKind::Mutating, |tool| tool.kind())
-    }
-
     fn tool_defs(&self) -> Vec<ToolDef> {
-        let mut defs: Vec<ToolDef> = self
-            .rt
-            .tools
+        self.tools
             .iter()
             .map(|tool| ToolDef {
                 name: tool.name().to_owned(),
                 description: tool.description().to_owned(),
                 parameters: tool.parameters(),
             })
-            .collect();
-        defs.extend(control::specs());
-        defs.extend(memory::specs());
-        defs.extend(subagents::specs());
-        defs.retain(|def| self.refusal(&def.name).is_none());
-        defs
-    }
-
-    /// Why this task may not use the tool `name`, if it may not: subagents never get the
-    /// subagent tools or the ones that ask the person, and keep to the tools they were given
-    /// (the plan and report tools always stay).
-    pub(super) fn refusal(&self, name: &str) -> Option<String> {
-        self.task.parent_id.as_ref()?;
-        if subagents::withheld_from_subagents(name) {
-            return Some(format!(
-                "{name} is not available to a subagent; report_blocked if you need the person"
-            ));
-        }
-        let always = matches!(
-            name,
-            control::UPDATE_PLAN
-                | control::SEND_MESSAGE
-                | control::REPORT_DONE
-                | control::REPORT_BLOCKED
-        );
-        match self.task.allowed_tools() {
-            Some(allowed) if !always && !allowed.iter().any(|t| t == name) => Some(format!(
-                "{name} is not among the tools you were given: {}",
-                allowed.join(", ")
-            )),
-            _ => None,
-        }
+            .collect()
     }
 
     pub(super) async fn append(&self, body: EventBody) -> Result<(), Halt> {
@@ -431,213 +398,8 @@ impl Turn {
             name: call.name.clone(),
             status,
             output,
+            progress: false,
         })
         .await
-    }
-
-    /// Runs one batch, then tells the model the guard's reminders. Every call of the batch
-    /// ends with exactly one result: calls after one that ended the turn are `skipped`.
-    async fn run_batch(
-        &mut self,
-        calls: &[ToolCallRecord],
-        workspace: &Path,
-    ) -> Result<BatchEnd, Halt> {
-        let end = self.run_calls(calls, workspace).await?;
-        let skipped = match end {
-            BatchEnd::Finish(..) => {
-                Some("not run: an earlier call in the same reply ended the turn")
-            }
-            BatchEnd::Steered => {
-                Some("not run: the person sent a new instruction; read it and decide again")
-            }
-            BatchEnd::Continue | BatchEnd::AskPerson => None,
-        };
-        if let Some(reason) = skipped {
-            let answered: std::collections::HashSet<String> = self
-                .load_history()
-                .await?
-                .results
-                .iter()
-                .map(|(call, _, _)| call.id.clone())
-                .collect();
-            for call in calls.iter().filter(|c| !answered.contains(&c.id)) {
-                self.record_result(call, ToolStatus::Skipped, reason.into())
-                    .await?;
-            }
-        }
-        for text in std::mem::take(&mut self.reminders) {
-            self.append(EventBody::RuntimeNote { text }).await?;
-        }
-        Ok(end)
-    }
-
-    /// Read-only calls in parallel, everything else alone and in order.
-    async fn run_calls(
-        &mut self,
-        calls: &[ToolCallRecord],
-        workspace: &Path,
-    ) -> Result<BatchEnd, Halt> {
-        let parsed: Vec<Call> = calls
-            .iter()
-            .map(|record| Call {
-                record: record.clone(),
-                args: parse_arguments(&record.arguments),
-            })
-            .collect();
-        let alone_violation = parsed.len() > 1;
-        let mut index = 0;
-        self.steered.store(false, Ordering::SeqCst);
-        while index < parsed.len() {
-            // A new instruction waits for the call that was running, not for the rest.
-            if index > 0 && self.steered.swap(false, Ordering::SeqCst) {
-                return Ok(BatchEnd::Steered);
-            }
-            if self.cancel.is_cancelled() {
-                for call in &parsed[index..] {
-                    self.record_result(
-                        &call.record,
-                        ToolStatus::Skipped,
-                        "not run: the task was stopped".into(),
-                    )
-                    .await?;
-                }
-                return Ok(BatchEnd::Finish(
-                    Verdict::Cancelled,
-                    "stopped by the person".into(),
-                ));
-            }
-            let kind = self.kind_of(&parsed[index].record.name);
-            if kind == ToolKind::ReadOnly {
-                let end = parsed[index..]
-                    .iter()
-                    .position(|c| self.kind_of(&c.record.name) != ToolKind::ReadOnly)
-                    .map_or(parsed.len(), |offset| index + offset);
-                let group = &parsed[index..end];
-                for call in group {
-                    self.append(intent(&call.record)).await?;
-                }
-                let outputs = self
-                    .with_heartbeat(
-                        "running read-only tools",
-                        join_all(group.iter().map(|call| self.run_tool(call, workspace))),
-                    )
-                    .await?;
-                let mut end_of_turn = None;
-                for (call, output) in group.iter().zip(outputs) {
-                    let end = self.finish_call(call, kind, output).await?;
-                    end_of_turn = end_of_turn.or(end);
-                }
-                if let Some(end) = end_of_turn {
-                    return Ok(end);
-                }
-                index = end;
-                continue;
-            }
-            let call = &parsed[index];
-            index += 1;
-            if kind == ToolKind::Control {
-                if let Some(end) = self.run_control(call, alone_violation, workspace).await? {
-                    return Ok(end);
-                }
-                continue;
-            }
-            self.append(intent(&call.record)).await?;
-            let operation = format!("running {}", call.record.name);
-            let output = self
-                .with_heartbeat(&operation, self.run_tool(call, workspace))
-                .await?;
-            self.note_background().await?;
-            if let Some(end) = self.finish_call(call, kind, output).await? {
-                return Ok(end);
-            }
-        }
-        Ok(BatchEnd::Continue)
-    }
-
-    async fn run_tool(&self, call: &Call, workspace: &Path) -> ToolOutput {
-        if let Some(refusal) = self.refusal(&call.record.name) {
-            return ToolOutput::error(refusal);
-        }
-        let args = match &call.args {
-            Ok(args) => args.clone(),
-            Err(message) => return ToolOutput::error(message.clone()),
-        };
-        let Some(tool) = self.rt.tools.get(&call.record.name) else {
-            return ToolOutput::error(format!(
-                "there is no tool named {:?}; use one of the tools you were given",
-                call.record.name
-            ));
-        };
-        let ctx = ToolContext {
-            workspace: workspace.to_path_buf(),
-            task_id: self.task.id.clone(),
-            // Spill files are named by this; call ids repeat across tasks of one workspace.
-            call_id: format!("{}-{}", self.task.id, call.record.id),
-            commands: self.rt.commands.clone(),
-            cancel: self.cancel.clone(),
-        };
-        // A stop must not wait for a tool that does not watch the token itself.
-        tokio::select! {
-            output = tool.run(&ctx, args) => output,
-            () = self.cancel.cancelled() => ToolOutput::error(
-                "stopped: the task was cancelled while this call ran; its effect is unknown",
-            ),
-        }
-    }
-
-    /// Records a result and applies the loop fuses.
-    async fn finish_call(
-        &mut self,
-        call: &Call,
-        kind: ToolKind,
-        output: ToolOutput,
-    ) -> Result<Option<BatchEnd>, Halt> {
-        let status = if output.is_error {
-            ToolStatus::Error
-        } else {
-            ToolStatus::Ok
-        };
-        let fuse = self.guard.record(
-            kind,
-            &call.record.name,
-            &call.record.arguments,
-            &output.text,
-            output.is_error,
-            output.new_output,
-        );
-        self.record_result(&call.record, status, output.text)
-            .await?;
-        match fuse {
-            Fuse::Continue => Ok(None),
-            Fuse::Remind(text) => {
-                if !self.reminders.contains(&text) {
-                    self.reminders.push(text);
-                }
-                Ok(None)
-            }
-            Fuse::Block(reason) => Ok(Some(BatchEnd::Finish(Verdict::Blocked, reason))),
-        }
-    }
-}
-
-pub(super) fn intent(call: &ToolCallRecord) -> EventBody {
-    EventBody::ToolCall {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        arguments: call.arguments.clone(),
-    }
-}
-
-/// The model's arguments as a JSON object, or a message telling it what was wrong.
-fn parse_arguments(raw: &str) -> Result<Value, String> {
-    let raw = if raw.trim().is_empty() { "{}" } else { raw };
-    match serde_json::from_str::<Value>(raw) {
-        Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(other) => Err(format!(
-            "the arguments must be a JSON object, got {other}; call the tool again with an object"
-        )),
-        Err(error) => Err(format!(
-            "the arguments are not valid JSON ({error}): {raw}; call the tool again with valid JSON"
-        )),
     }
 }

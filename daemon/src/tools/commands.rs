@@ -15,7 +15,6 @@ use std::fmt;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -27,6 +26,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::exec::Machine;
 use super::spill;
 
 /// Unread output kept in memory per command; past it the oldest unread half is dropped.
@@ -40,9 +40,10 @@ pub struct CommandRegistry {
     commands: Mutex<HashMap<String, Arc<Command>>>,
 }
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// What to run, and where.
+#[derive(Clone)]
 pub struct StartSpec {
+    pub machine: Arc<dyn Machine>,
     pub task_id: String,
     pub cmd: String,
     /// Already resolved inside the workspace.
@@ -194,10 +195,7 @@ impl CommandRegistry {
                 Err(e) => return Err(log_error(&path, e)),
             }
         };
-        let spawned = match spawn("bash", &id, &spec) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => spawn("sh", &id, &spec),
-            other => other,
-        };
+        let spawned = spec.machine.spawn(&spec.cmd, &spec.workdir, &id);
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
@@ -433,29 +431,6 @@ fn new_id() -> String {
     format!("cmd-{hex}")
 }
 
-fn spawn(shell: &str, id: &str, spec: &StartSpec) -> io::Result<Child> {
-    let mut command = tokio::process::Command::new(shell);
-    for (name, _) in std::env::vars_os() {
-        if name.to_str().is_some_and(super::is_secret_env) {
-            command.env_remove(name);
-        }
-    }
-    // Marks the command's processes, so a later daemon can tell them from whatever reuses
-    // the pid (see `stop_orphan`).
-    command.env(MARKER, id);
-    // The person's umask, not the daemon's private 077.
-    let script = format!("umask {:03o}\n{}", super::user_umask(), spec.cmd);
-    command
-        .arg("-c")
-        .arg(script)
-        .current_dir(&spec.workdir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-}
-
 /// The variable naming the command in its processes' environment.
 pub const MARKER: &str = "LAZYBOYD_COMMAND_ID";
 
@@ -657,6 +632,7 @@ mod tests {
 
     fn spec(ctx: &crate::tools::ToolContext, cmd: &str) -> StartSpec {
         StartSpec {
+            machine: ctx.machine.clone(),
             task_id: ctx.task_id.clone(),
             cmd: cmd.to_owned(),
             workdir: ctx.workspace.clone(),

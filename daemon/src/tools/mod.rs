@@ -1,18 +1,26 @@
-//! Tools the agent calls. One file per tool under `handlers/`, reached through [`Registry`].
+//! Every tool the model can call, in one [`Registry`]: one file per tool (or small family)
+//! under `handlers/`, each a [`ToolHandler`].
 //!
-//! A tool's bad argument, non-zero exit or missing file is a result for the model
-//! ([`ToolOutput`] with `is_error`), never a failure of the turn: only the agent loop decides
-//! to abort one. Even the `Err` arm of [`ToolOutcome`] is such a result, there so a handler can
-//! stop early with `?`. Every path a tool touches is confined to the task's workspace
-//! ([`workspace`]).
+//! A handler sees its task only through [`ToolContext`]: the workspace, the execution
+//! backend ([`exec::Machine`]: where commands run and files live), and the narrow
+//! [`task::TaskScope`] the agent runtime implements (record an event, the plan, the agent's
+//! memory, its subagents, live commands). So nothing here imports `agent/`.
 //!
-//! The control tools (plan, messages, reports, questions, memory, subagents) act on the task
-//! or the agent itself, so the agent loop handles them (`agent::control_calls`) and adds their
-//! definitions to this registry's when it asks the model.
+//! What a handler returns ([`Handled`]) is one of: a result for the model (ok or error), or
+//! the end of the turn (a verdict, or a question to the person) with the call's result. A
+//! bad argument, non-zero exit or missing file is an error result, never a failure of the
+//! turn; only [`ToolError::Fatal`] (the store is gone) aborts it, as codex's
+//! `FunctionCallError::Fatal`.
+//!
+//! Each handler declares its [`Effect`] on the world, from its arguments where that
+//! matters; the turn loop runs consecutive `read` calls in parallel and everything else
+//! alone and in order, and the loop fuses count only calls that change something.
 
 pub mod commands;
+pub mod exec;
 pub mod handlers;
 pub mod spill;
+pub mod task;
 pub mod workspace;
 
 use std::collections::BTreeMap;
@@ -20,10 +28,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+pub use lazyboy_protocol::Effect;
+use lazyboy_protocol::{EventBody, Verdict};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use commands::CommandRegistry;
+
+use crate::store::StoreError;
 
 /// What the person's own processes would get, recorded at daemon start: the daemon runs
 /// with umask 077 for its private files, but what agents create in a workspace belongs to
@@ -58,31 +70,22 @@ pub fn is_secret_env(name: &str) -> bool {
             .is_some_and(|names| names.iter().any(|n| n == name))
 }
 
-/// How the agent loop may schedule a call, and how the loop fuses count it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolKind {
-    /// Observes without changing anything (reads, search): runs in parallel with its
-    /// neighbours; never counts toward loop fuses.
-    ReadOnly,
-    /// Changes state (writes, commands): runs alone, in order.
-    Mutating,
-    /// Waits on something already running (`await_command`, `write_stdin`): runs alone; counts
-    /// toward loop fuses only when it brought no new output.
-    Wait,
-    /// Changes the task itself (plan, messages, reports): handled by the agent loop.
-    Control,
-}
-
 /// What a tool needs from the task that called it.
 #[derive(Clone)]
 pub struct ToolContext {
-    /// The task's workspace, canonicalized. Every path is resolved inside it.
+    /// The task's workspace on the host, canonicalized. Every host path is resolved inside it.
     pub workspace: PathBuf,
     pub task_id: String,
-    /// The call being answered (used to name spill files).
+    /// The call being answered, as recorded (its result and a question name it).
+    pub call: String,
+    /// A name for the call unique across tasks of one workspace (spill files use it).
     pub call_id: String,
+    /// Where commands run and files are read and written.
+    pub machine: Arc<dyn exec::Machine>,
     /// Every command the daemon started, by id.
     pub commands: Arc<CommandRegistry>,
+    /// The task and its agent, as far as a tool may touch them.
+    pub scope: Arc<dyn task::TaskScope>,
     /// Cancelled when the task is stopped: a tool waiting on something returns promptly.
     pub cancel: CancellationToken,
 }
@@ -92,7 +95,8 @@ pub struct ToolContext {
 pub struct ToolOutput {
     pub text: String,
     pub is_error: bool,
-    /// For [`ToolKind::Wait`] tools: whether the wait returned output the model had not seen.
+    /// For waits (`await_command`, `write_stdin`): whether the call returned output the
+    /// model had not seen. Such a call is progress, and never counts toward the loop fuses.
     pub new_output: bool,
 }
 
@@ -114,43 +118,151 @@ impl ToolOutput {
     }
 }
 
-/// What [`ToolHandler::handle`] returns. Both arms are results for the model: `Ok` when the
-/// tool ran its course (a non-zero exit still sets `is_error`), `Err` an error result that cut
-/// it short, so that `?` on a bad argument, path or command id ends a handler in one token.
-/// [`ToolHandler::run`] is the one place that flattens the two.
-pub type ToolOutcome = Result<ToolOutput, ToolOutput>;
+/// How a call ends its turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    /// The task ends with this verdict and message (`report_done`, `report_blocked`).
+    Verdict(Verdict, String),
+    /// A question to the person was recorded: the task waits for the answer, which becomes
+    /// this call's result.
+    AskPerson,
+}
 
-/// One tool.
-pub trait ToolHandler: Send + Sync {
-    fn name(&self) -> &'static str;
-    /// For the model: what it does and when to use it.
-    fn description(&self) -> &'static str;
-    /// JSON Schema of the arguments object.
-    fn parameters(&self) -> Value;
-    fn kind(&self) -> ToolKind;
-    /// Runs the tool. `args` is already parsed JSON (the loop answers invalid JSON itself).
-    /// Callers use [`run`](ToolHandler::run); this is what each tool implements.
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome>;
+/// What a handler did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Handled {
+    /// A result for the model; the batch goes on.
+    Output(ToolOutput),
+    /// The turn ends. `output` is the call's result (`None`: it has none yet, the person's
+    /// answer will be it).
+    EndTurn {
+        output: Option<String>,
+        end: TurnEnd,
+    },
+}
 
-    /// Runs the tool and gives its result for the model, whichever arm `handle` ended in.
-    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { self.handle(ctx, args).await.unwrap_or_else(|out| out) })
+impl From<ToolOutput> for Handled {
+    fn from(output: ToolOutput) -> Handled {
+        Handled::Output(output)
     }
 }
 
-/// Every tool, by name.
+/// Why a handler stopped short.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// An error result for the model (a bad argument, path or id), so that `?` ends a
+    /// handler in one token.
+    #[error("{}", .0.text)]
+    Respond(ToolOutput),
+    /// Nothing more can be recorded (the store failed): the turn aborts.
+    #[error("fatal: {0}")]
+    Fatal(String),
+}
+
+impl From<ToolOutput> for ToolError {
+    fn from(output: ToolOutput) -> ToolError {
+        ToolError::Respond(output)
+    }
+}
+
+impl From<StoreError> for ToolError {
+    fn from(error: StoreError) -> ToolError {
+        ToolError::Fatal(error.to_string())
+    }
+}
+
+/// An error result for the model.
+pub fn respond(text: impl Into<String>) -> ToolError {
+    ToolError::Respond(ToolOutput::error(text))
+}
+
+/// What [`ToolHandler::handle`] returns.
+pub type ToolOutcome = Result<Handled, ToolError>;
+
+/// One tool.
+pub trait ToolHandler: Send + Sync {
+    /// The name the model calls it by (owned by the handler: run-time tools have their own).
+    fn name(&self) -> &str;
+    /// For the model: what it does, when to use it, and which machine it acts on.
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> Value;
+    /// What this call does to the world. `args` is the parsed arguments object, or `Null`
+    /// when they did not parse (the call then only gets an error).
+    fn effect(&self, args: &Value) -> Effect;
+    /// Whether a call must be the only one in its reply (it ends the turn).
+    fn alone(&self) -> bool {
+        false
+    }
+    /// Runs the tool. `args` is already parsed JSON (the loop answers invalid JSON itself).
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome>;
+}
+
+/// Runs `tool` and flattens a [`ToolError::Respond`] into the result it carries.
+pub async fn run(
+    tool: &dyn ToolHandler,
+    ctx: &ToolContext,
+    args: Value,
+) -> Result<Handled, String> {
+    match tool.handle(ctx, args).await {
+        Ok(handled) => Ok(handled),
+        Err(ToolError::Respond(output)) => Ok(Handled::Output(output)),
+        Err(ToolError::Fatal(message)) => Err(message),
+    }
+}
+
+/// The shape of a task, for building its registry.
+#[derive(Debug, Clone, Default)]
+pub struct TaskTools {
+    /// A subagent: never the subagent tools or the ones that ask the person.
+    pub subagent: bool,
+    /// A subagent limited to these tools (the plan, message and report tools always stay).
+    pub allowed: Option<Vec<String>>,
+}
+
+/// Tools a subagent keeps whatever its list says: it must be able to plan, speak and end.
+const ALWAYS: [&str; 4] = [
+    handlers::plan::NAME,
+    handlers::message::NAME,
+    handlers::report::DONE,
+    handlers::report::BLOCKED,
+];
+
+/// The tools of one task, by name.
+#[derive(Clone, Default)]
 pub struct Registry {
-    tools: BTreeMap<&'static str, Arc<dyn ToolHandler>>,
+    tools: BTreeMap<String, Arc<dyn ToolHandler>>,
 }
 
 impl Registry {
-    /// The standard tool set.
+    /// Every standard tool.
     pub fn standard() -> Registry {
-        let mut tools: BTreeMap<&'static str, Arc<dyn ToolHandler>> = BTreeMap::new();
+        let mut registry = Registry::default();
         for tool in handlers::all() {
-            tools.insert(tool.name(), tool);
+            registry.register(tool);
         }
-        Registry { tools }
+        registry
+    }
+
+    /// The registry a task gets: the standard tools, minus what a subagent may not have.
+    pub fn for_task(shape: &TaskTools) -> Registry {
+        let mut registry = Registry::standard();
+        if shape.subagent {
+            registry
+                .tools
+                .retain(|name, _| !handlers::withheld_from_subagents(name));
+            if let Some(allowed) = &shape.allowed {
+                registry.tools.retain(|name, _| {
+                    ALWAYS.contains(&name.as_str()) || allowed.iter().any(|a| a == name)
+                });
+            }
+        }
+        registry
+    }
+
+    /// Adds (or replaces) a tool under its own name.
+    pub fn register(&mut self, tool: Arc<dyn ToolHandler>) {
+        self.tools.insert(tool.name().to_owned(), tool);
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn ToolHandler>> {
@@ -159,5 +271,36 @@ impl Registry {
 
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn ToolHandler>> {
         self.tools.values()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// The effect of a call to `name` with `args`; an unknown tool only gets an error, so it
+    /// is a read.
+    pub fn effect(&self, name: &str, args: &Value) -> Effect {
+        self.get(name)
+            .map_or(Effect::Read, |tool| tool.effect(args))
+    }
+
+    /// Whether a call to `name` must be alone in its reply.
+    pub fn alone(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|tool| tool.alone())
+    }
+}
+
+/// The event a tool records to ask the person (used by the `ask` family).
+pub fn question(
+    call_id: &str,
+    question: String,
+    options: Vec<String>,
+    takeover: Option<String>,
+) -> EventBody {
+    EventBody::Question {
+        call_id: call_id.to_owned(),
+        question,
+        options,
+        takeover,
     }
 }

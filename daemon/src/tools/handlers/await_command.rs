@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{command, command_report, parse, schema};
 use crate::tools::commands::WaitEnd;
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
@@ -25,11 +25,11 @@ struct Args {
 }
 
 impl ToolHandler for AwaitCommand {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "await_command"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Wait for a command started with exec_command (by id) to finish, up to `timeout_ms` \
          (default 30000). Returns its status (exit code, or still running) and the output you \
          have not seen yet."
@@ -45,8 +45,8 @@ impl ToolHandler for AwaitCommand {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Wait
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Command
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -73,11 +73,11 @@ impl ToolHandler for AwaitCommand {
             let output = command.take_output();
             let new_output = !output.is_empty();
             let text = command_report(ctx, &command, &status, output);
-            Ok(ToolOutput {
+            Ok(Handled::Output(ToolOutput {
                 text,
                 is_error: failed,
                 new_output,
-            })
+            }))
         })
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond};
 
 pub struct EditFile;
 
@@ -19,11 +19,11 @@ struct Args {
 }
 
 impl ToolHandler for EditFile {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "edit_file"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Replace one exact occurrence of `old` with `new` in a file. `old` must match the file \
          exactly once, whitespace and indentation included (copy it from read_file output \
          without the line numbers); add surrounding lines to make it unique."
@@ -40,8 +40,8 @@ impl ToolHandler for EditFile {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Mutating
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::WorkspaceWrite
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -50,9 +50,7 @@ impl ToolHandler for EditFile {
             let path = resolve(ctx, &args.path)?;
             let shown = display(ctx, &path);
             if args.old.is_empty() {
-                return Err(ToolOutput::error(
-                    "`old` is empty; give the exact text to replace",
-                ));
+                return Err(respond("`old` is empty; give the exact text to replace"));
             }
             let text = tokio::fs::read_to_string(&path).await.map_err(|e| {
                 ToolOutput::error(match e.kind() {
@@ -66,13 +64,13 @@ impl ToolHandler for EditFile {
             let at = match (found.next(), found.count()) {
                 (Some((at, _)), 0) => at,
                 (None, _) => {
-                    return Err(ToolOutput::error(format!(
+                    return Err(respond(format!(
                         "`old` was not found in {shown} (0 matches); read the file and copy the \
                          exact text, whitespace included"
                     )));
                 }
                 (Some(_), more) => {
-                    return Err(ToolOutput::error(format!(
+                    return Err(respond(format!(
                         "`old` matches {} times in {shown}; it must match exactly once: include \
                          more surrounding lines",
                         more + 1
@@ -89,9 +87,9 @@ impl ToolHandler for EditFile {
                 .await
                 .map_err(|e| ToolOutput::error(format!("cannot write {shown}: {e}")))?;
             let line = text[..at].matches('\n').count() + 1;
-            Ok(ToolOutput::ok(format!(
+            Ok(Handled::Output(ToolOutput::ok(format!(
                 "edited {shown}: replaced 1 occurrence at line {line}"
-            )))
+            ))))
         })
     }
 }

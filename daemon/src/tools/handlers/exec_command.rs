@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{command_report, parse, resolve, schema};
 use crate::tools::commands::{StartSpec, WaitEnd};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
 const DEFAULT_BLOCK_MS: u64 = 30_000;
 const DEFAULT_TIMEOUT_MS: u64 = 600_000;
@@ -30,11 +30,11 @@ struct Args {
 }
 
 impl ToolHandler for ExecCommand {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "exec_command"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Run a shell command (bash -c) in the workspace or in `workdir`, and wait up to \
          `block_until_ms` (default 30000) for it to finish. Returns the exit code and the output \
          (stdout and stderr together). If it is still running, you get its id: follow it with \
@@ -55,8 +55,8 @@ impl ToolHandler for ExecCommand {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Mutating
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Command
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -66,6 +66,7 @@ impl ToolHandler for ExecCommand {
             let timeout =
                 Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).max(1));
             let spec = StartSpec {
+                machine: ctx.machine.clone(),
                 task_id: ctx.task_id.clone(),
                 cmd: args.cmd,
                 workdir,
@@ -97,11 +98,11 @@ impl ToolHandler for ExecCommand {
                 ),
             };
             let text = command_report(ctx, &command, &status, command.take_output());
-            Ok(ToolOutput {
+            Ok(Handled::Output(ToolOutput {
                 text,
                 is_error: failed,
                 new_output: false,
-            })
+            }))
         })
     }
 }

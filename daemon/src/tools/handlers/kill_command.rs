@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{command, command_report, parse, schema};
 use crate::tools::commands::KillReason;
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
 /// SIGKILL cannot be caught; this only bounds a wait on a process stuck in the kernel.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -23,11 +23,11 @@ struct Args {
 }
 
 impl ToolHandler for KillCommand {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "kill_command"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Stop a command started with exec_command (by id), with every process it started. \
          Returns its final status and the output you have not seen yet."
     }
@@ -39,8 +39,8 @@ impl ToolHandler for KillCommand {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Mutating
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Command
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -62,7 +62,7 @@ impl ToolHandler for KillCommand {
                 }
             };
             let text = command_report(ctx, &command, &status, command.take_output());
-            Ok(ToolOutput::ok(text))
+            Ok(Handled::Output(ToolOutput::ok(text)))
         })
     }
 }

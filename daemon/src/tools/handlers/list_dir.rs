@@ -11,7 +11,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput, spill};
+use crate::tools::{
+    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond, spill,
+};
 
 const MAX_DEPTH: usize = 3;
 /// Stops a listing of a huge tree early; spill handles the rest of the size problem.
@@ -27,11 +29,11 @@ struct Args {
 }
 
 impl ToolHandler for ListDir {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "list_dir"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "List a directory of the workspace: sorted entries, directories with a trailing `/`, \
          symlinks as `name -> target`. `path` defaults to the workspace root (\".\"); `depth` \
          (default 1, at most 3) also lists subdirectories. `.git` is not entered."
@@ -47,8 +49,8 @@ impl ToolHandler for ListDir {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::ReadOnly
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Read
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -62,7 +64,7 @@ impl ToolHandler for ListDir {
                 } else {
                     "no such directory"
                 };
-                return Err(ToolOutput::error(format!("{shown}: {what}")));
+                return Err(respond(format!("{shown}: {what}")));
             }
             let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
             let listed = tokio::task::spawn_blocking(move || {
@@ -75,14 +77,17 @@ impl ToolHandler for ListDir {
                 |e: &dyn std::fmt::Display| ToolOutput::error(format!("cannot list {shown}: {e}"));
             let mut entries = listed.map_err(|e| cannot(&e))?.map_err(|e| cannot(&e))?;
             if entries.is_empty() {
-                return Ok(ToolOutput::ok(format!("{shown} is empty")));
+                return Ok(Handled::Output(ToolOutput::ok(format!("{shown} is empty"))));
             }
             if entries.len() >= MAX_ENTRIES {
                 entries.push(format!(
                     "[stopped at {MAX_ENTRIES} entries; list a subdirectory]"
                 ));
             }
-            Ok(ToolOutput::ok(spill::limit(ctx, entries.join("\n") + "\n")))
+            Ok(Handled::Output(ToolOutput::ok(spill::limit(
+                ctx,
+                entries.join("\n") + "\n",
+            ))))
         })
     }
 }

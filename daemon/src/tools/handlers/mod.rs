@@ -4,13 +4,19 @@
 //! the error result itself, so a handler passes it on with `?`
 //! (see [`ToolOutcome`](super::ToolOutcome)).
 
+pub mod ask;
 mod await_command;
 mod edit_file;
 mod exec_command;
 mod kill_command;
 mod list_dir;
+pub mod memory;
+pub mod message;
+pub mod plan;
 mod read_file;
+pub mod report;
 mod search;
+pub mod subagents;
 mod write_file;
 mod write_stdin;
 
@@ -21,25 +27,59 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::commands::Command;
-use super::{ToolContext, ToolHandler, ToolOutput, workspace};
+use super::{Effect, ToolContext, ToolHandler, ToolOutput, workspace};
 
-/// Every standard tool.
+/// Every standard tool: one line per tool registers it.
 pub fn all() -> Vec<Arc<dyn ToolHandler>> {
     vec![
+        // The workspace, on the host.
         Arc::new(read_file::ReadFile),
         Arc::new(write_file::WriteFile),
         Arc::new(edit_file::EditFile),
         Arc::new(list_dir::ListDir),
         Arc::new(search::Search),
+        // Commands, on the host.
         Arc::new(exec_command::ExecCommand),
         Arc::new(write_stdin::WriteStdin),
         Arc::new(await_command::AwaitCommand),
         Arc::new(kill_command::KillCommand),
+        // The task itself.
+        Arc::new(plan::UpdatePlan),
+        Arc::new(message::SendMessage),
+        Arc::new(report::ReportDone),
+        Arc::new(report::ReportBlocked),
+        // The person.
+        Arc::new(ask::RequestUserInput),
+        Arc::new(ask::RequestTakeover),
+        // The agent's memory.
+        Arc::new(memory::MemoryWrite),
+        Arc::new(memory::MemorySearch),
+        Arc::new(memory::MemoryForget),
+        // Subagents.
+        Arc::new(subagents::Spawn),
+        Arc::new(subagents::Check),
+        Arc::new(subagents::Message),
+        Arc::new(subagents::Stop),
     ]
 }
 
+/// Tools a subagent never gets, whatever its `tools` list says: it cannot have subagents of
+/// its own, and it cannot ask the person (its parent does).
+pub fn withheld_from_subagents(name: &str) -> bool {
+    subagents::NAMES.contains(&name) || ask::NAMES.contains(&name)
+}
+
+/// The effect of a standard tool called in a log written before calls recorded their
+/// effect (`None` for a tool this build does not have).
+pub fn legacy_effect(name: &str) -> Option<Effect> {
+    all()
+        .into_iter()
+        .find(|tool| tool.name() == name)
+        .map(|tool| tool.effect(&Value::Null))
+}
+
 /// `{"type":"object","properties":…,"required":…,"additionalProperties":false}`.
-fn schema(properties: Value, required: &[&str]) -> Value {
+pub(crate) fn schema(properties: Value, required: &[&str]) -> Value {
     json!({
         "type": "object",
         "properties": properties,
@@ -49,7 +89,10 @@ fn schema(properties: Value, required: &[&str]) -> Value {
 }
 
 /// Parses the arguments; on failure, tells the model what went wrong and what is expected.
-fn parse<T: DeserializeOwned>(tool: &dyn ToolHandler, args: Value) -> Result<T, ToolOutput> {
+pub(crate) fn parse<T: DeserializeOwned>(
+    tool: &dyn ToolHandler,
+    args: Value,
+) -> Result<T, ToolOutput> {
     serde_json::from_value(args).map_err(|error| {
         ToolOutput::error(format!(
             "invalid arguments for {}: {error}. Expected an object matching this schema: {}",
@@ -115,16 +158,95 @@ fn command_report(ctx: &ToolContext, command: &Command, status: &str, output: St
 
 #[cfg(test)]
 pub(crate) mod testing {
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
+    use futures_util::future::BoxFuture;
+    use lazyboy_protocol::{EventBody, PlanStep};
     use serde_json::Value;
     use tokio_util::sync::CancellationToken;
 
-    use crate::tools::{CommandRegistry, ToolContext, ToolHandler, ToolOutput};
+    use crate::store::{Store, StoreError};
+    use crate::tools::task::{Memory, ScopeError, SubagentView, TaskScope};
+    use crate::tools::{CommandRegistry, Handled, ToolContext, ToolHandler, ToolOutput, exec};
+
+    /// A task scope that keeps what tools record in memory (no store, no subagents).
+    #[derive(Default)]
+    pub struct FakeScope {
+        pub events: Mutex<Vec<EventBody>>,
+        pub store: Option<Store>,
+        pub agent_id: i64,
+    }
+
+    impl FakeScope {
+        pub fn recorded(&self) -> Vec<EventBody> {
+            self.events.lock().unwrap().clone()
+        }
+    }
+
+    impl TaskScope for FakeScope {
+        fn task_id(&self) -> &str {
+            "task-1"
+        }
+        fn is_subagent(&self) -> bool {
+            false
+        }
+        fn record(&self, body: EventBody) -> BoxFuture<'_, Result<(), StoreError>> {
+            self.events.lock().unwrap().push(body);
+            Box::pin(async { Ok(()) })
+        }
+        fn plan(&self) -> BoxFuture<'_, Result<Vec<PlanStep>, StoreError>> {
+            let plan = self
+                .recorded()
+                .into_iter()
+                .rev()
+                .find_map(|e| match e {
+                    EventBody::PlanUpdated { steps, .. } => Some(steps),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            Box::pin(async move { Ok(plan) })
+        }
+        fn running_commands(&self) -> Vec<String> {
+            Vec::new()
+        }
+        fn live_subagents(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn memory(&self) -> Memory {
+            Memory::new(self.store.clone().unwrap(), self.agent_id)
+        }
+        fn grantable(&self, _name: &str) -> bool {
+            true
+        }
+        fn spawn_subagent<'a>(
+            &'a self,
+            _objective: &'a str,
+            _tools: Option<Vec<String>>,
+        ) -> BoxFuture<'a, Result<String, ScopeError>> {
+            Box::pin(async { Err(ScopeError::Refused("no subagents here".into())) })
+        }
+        fn subagent<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SubagentView, ScopeError>> {
+            Box::pin(async move { Err(ScopeError::Refused(format!("{id:?} is not yours"))) })
+        }
+        fn message_subagent<'a>(
+            &'a self,
+            id: &'a str,
+            _text: &'a str,
+        ) -> BoxFuture<'a, Result<(), ScopeError>> {
+            Box::pin(async move { Err(ScopeError::Refused(format!("{id:?} is not yours"))) })
+        }
+        fn stop_subagent<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, ScopeError>> {
+            Box::pin(async move { Err(ScopeError::Refused(format!("{id:?} is not yours"))) })
+        }
+    }
 
     /// A context on a fresh, canonical workspace `<tmp>/ws`; `<tmp>/outside` exists beside it.
     pub fn ctx() -> (tempfile::TempDir, ToolContext) {
+        ctx_with(Arc::new(FakeScope::default()))
+    }
+
+    pub fn ctx_with(scope: Arc<dyn TaskScope>) -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().canonicalize().unwrap().join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
@@ -134,15 +256,22 @@ pub(crate) mod testing {
         let ctx = ToolContext {
             workspace,
             task_id: "task-1".to_owned(),
+            call: "call-1".to_owned(),
             call_id: "call-1".to_owned(),
+            machine: Arc::new(exec::Host),
             commands: Arc::new(CommandRegistry::new()),
+            scope,
             cancel: CancellationToken::new(),
         };
         (dir, ctx)
     }
 
+    /// Runs a tool that answers with a result (not the end of the turn).
     pub async fn call(tool: &dyn ToolHandler, ctx: &ToolContext, args: Value) -> ToolOutput {
-        tool.run(ctx, args).await
+        match crate::tools::run(tool, ctx, args).await {
+            Ok(Handled::Output(output)) => output,
+            other => panic!("{} did not answer with a result: {other:?}", tool.name()),
+        }
     }
 
     /// Every way out of the workspace that a path argument could take.
@@ -176,7 +305,7 @@ mod tests {
     #[test]
     fn every_tool_has_a_closed_object_schema_and_a_description() {
         let tools = all();
-        assert_eq!(tools.len(), 9);
+        assert_eq!(tools.len(), 22);
         for tool in tools {
             let schema = tool.parameters();
             assert_eq!(schema["type"], "object", "{}", tool.name());

@@ -6,7 +6,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput, spill};
+use crate::tools::{
+    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond, spill,
+};
 
 const DEFAULT_LIMIT: usize = 2000;
 /// Longer lines are cut: minified files would otherwise fill the window with one line.
@@ -23,11 +25,11 @@ struct Args {
 }
 
 impl ToolHandler for ReadFile {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "read_file"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Read a text file from the workspace. Returns numbered lines (`number<TAB>line`) starting \
          at `offset` (1-based, default 1), at most `limit` lines (default 2000), and says when \
          more lines remain. Use it before editing a file; page through long files with offset."
@@ -44,8 +46,8 @@ impl ToolHandler for ReadFile {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::ReadOnly
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Read
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -54,9 +56,7 @@ impl ToolHandler for ReadFile {
             let path = resolve(ctx, &args.path)?;
             let shown = display(ctx, &path);
             if path.is_dir() {
-                return Err(ToolOutput::error(format!(
-                    "{shown} is a directory; use list_dir"
-                )));
+                return Err(respond(format!("{shown} is a directory; use list_dir")));
             }
             let bytes = tokio::fs::read(&path).await.map_err(|e| {
                 ToolOutput::error(match e.kind() {
@@ -65,7 +65,7 @@ impl ToolHandler for ReadFile {
                 })
             })?;
             if bytes[..bytes.len().min(8192)].contains(&0) {
-                return Err(ToolOutput::error(format!(
+                return Err(respond(format!(
                     "{shown} is a binary file ({} bytes); it is not shown",
                     bytes.len()
                 )));
@@ -73,10 +73,10 @@ impl ToolHandler for ReadFile {
             let text = String::from_utf8_lossy(&bytes);
             let offset = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-            Ok(ToolOutput::ok(spill::limit(
+            Ok(Handled::Output(ToolOutput::ok(spill::limit(
                 ctx,
                 window(&shown, &text, offset, limit),
-            )))
+            ))))
         })
     }
 }

@@ -12,7 +12,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput, spill};
+use crate::tools::{
+    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond, spill,
+};
 
 const DEFAULT_MAX: usize = 200;
 /// Matched lines are cut to this many chars: one minified line must not fill the result.
@@ -31,11 +33,11 @@ struct Args {
 }
 
 impl ToolHandler for Search {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "search"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Search file contents under a path (default: the whole workspace) and return matching \
          lines as `path:line: text`. `pattern` is literal text unless `regex` is true (Rust \
          regex syntax). Files ignored by .gitignore are skipped. At most `max_results` lines \
@@ -54,8 +56,8 @@ impl ToolHandler for Search {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::ReadOnly
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Read
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -64,9 +66,7 @@ impl ToolHandler for Search {
             let path = resolve(ctx, args.path.as_deref().unwrap_or("."))?;
             let shown = display(ctx, &path);
             if !path.exists() {
-                return Err(ToolOutput::error(format!(
-                    "no such file or directory: {shown}"
-                )));
+                return Err(respond(format!("no such file or directory: {shown}")));
             }
             let source = if args.regex {
                 args.pattern.clone()
@@ -81,10 +81,10 @@ impl ToolHandler for Search {
                 .await
                 .map_err(|e| ToolOutput::error(format!("search failed: {e}")))?;
             if lines.is_empty() {
-                return Ok(ToolOutput::ok(format!(
+                return Ok(Handled::Output(ToolOutput::ok(format!(
                     "no matches for `{}` in {shown}",
                     args.pattern
-                )));
+                ))));
             }
             if lines.len() > max {
                 lines.truncate(max);
@@ -92,7 +92,10 @@ impl ToolHandler for Search {
                     "[stopped at {max} results; narrow the pattern or the path]"
                 ));
             }
-            Ok(ToolOutput::ok(spill::limit(ctx, lines.join("\n") + "\n")))
+            Ok(Handled::Output(ToolOutput::ok(spill::limit(
+                ctx,
+                lines.join("\n") + "\n",
+            ))))
         })
     }
 }

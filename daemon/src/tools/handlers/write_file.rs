@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond};
 
 pub struct WriteFile;
 
@@ -18,11 +18,11 @@ struct Args {
 }
 
 impl ToolHandler for WriteFile {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "write_file"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Create a file or replace its whole content; missing parent directories are created. \
          Use it for new files; to change part of an existing file, prefer edit_file."
     }
@@ -37,8 +37,8 @@ impl ToolHandler for WriteFile {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Mutating
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::WorkspaceWrite
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -47,7 +47,7 @@ impl ToolHandler for WriteFile {
             let path = resolve(ctx, &args.path)?;
             let shown = display(ctx, &path);
             if path.is_dir() {
-                return Err(ToolOutput::error(format!("{shown} is a directory")));
+                return Err(respond(format!("{shown} is a directory")));
             }
             if let Some(parent) = path.parent() {
                 tokio::fs::create_dir_all(parent).await.map_err(|e| {
@@ -66,10 +66,10 @@ impl ToolHandler for WriteFile {
                     tokio::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).await;
             }
             let verb = if existed { "replaced" } else { "created" };
-            Ok(ToolOutput::ok(format!(
+            Ok(Handled::Output(ToolOutput::ok(format!(
                 "{verb} {shown}: wrote {} bytes",
                 args.content.len()
-            )))
+            ))))
         })
     }
 }

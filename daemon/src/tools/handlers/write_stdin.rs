@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{command, command_report, parse, schema};
-use crate::tools::{ToolContext, ToolHandler, ToolKind, ToolOutcome, ToolOutput};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
 const REPLY_WAIT: Duration = Duration::from_secs(1);
 const QUIET: Duration = Duration::from_millis(100);
@@ -30,11 +30,11 @@ struct Args {
 }
 
 impl ToolHandler for WriteStdin {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "write_stdin"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Write text to the stdin of a command started with exec_command (by id), e.g. an answer \
          to a prompt; end it with \"\\n\" to press Enter. Set `eof` to true to close stdin \
          afterwards. Waits up to 1 s for the reply and returns the output you have not seen yet."
@@ -51,8 +51,8 @@ impl ToolHandler for WriteStdin {
         )
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Wait
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Command
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -81,11 +81,11 @@ impl ToolHandler for WriteStdin {
             let output = command.take_output();
             let new_output = !output.is_empty();
             let text = command_report(ctx, &command, &status, output);
-            Ok(ToolOutput {
+            Ok(Handled::Output(ToolOutput {
                 text,
                 is_error: failure.is_some(),
                 new_output,
-            })
+            }))
         })
     }
 }
