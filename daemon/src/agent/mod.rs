@@ -16,6 +16,7 @@
 mod batch;
 pub mod fuse;
 pub mod history;
+mod person;
 pub mod prompt;
 mod revival;
 pub mod schedules;
@@ -26,18 +27,20 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 
-use lazyboy_protocol::{AnswerTask, EventBody, TaskState, ToolStatus, Verdict};
+use lazyboy_protocol::{EventBody, TaskState, ToolStatus, Verdict};
 use tokio::sync::{Mutex, Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::config::Config;
+pub use person::{Delivered, MessageError};
+
 use crate::store::{AgentRow, LEASE_RENEW_MS, Store, StoreError, TaskRow};
 use crate::tools::CommandRegistry;
 use crate::tools::commands::{Command, WaitEnd};
@@ -295,7 +298,7 @@ impl Runtime {
     }
 
     /// Stops a task: a running one is cancelled (its loop records `cancelled`), a queued one
-    /// ends `cancelled` without starting, and in every case the commands it started are
+    /// or one waiting for the person ends `cancelled` at once, and in every case the commands it started are
     /// killed (a task that ended `waiting` may still have some). `false` if it had already
     /// ended.
     pub async fn stop(&self, task_id: &str) -> Result<bool, StoreError> {
@@ -312,60 +315,34 @@ impl Runtime {
             return Ok(true);
         }
         let task = self.store.task(task_id).await?;
-        if task.state() == TaskState::Queued {
-            self.store
-                .finish_task(&task, Verdict::Cancelled, "stopped before it started")
-                .await?;
-            return Ok(true);
+        match task.state() {
+            TaskState::Queued => {
+                self.store
+                    .finish_task(&task, Verdict::Cancelled, "stopped before it started")
+                    .await?;
+                Ok(true)
+            }
+            // No loop runs for it: it ends now, its question answered by the stop.
+            TaskState::WaitingForHuman => {
+                let events = self.store.task_history(task_id).await?;
+                let history = history::History::from_events(events.iter().map(|(_, b)| b));
+                for call in &history.unanswered {
+                    let result = EventBody::ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        status: ToolStatus::Error,
+                        output: "not answered: the person stopped the task".to_owned(),
+                        progress: false,
+                    };
+                    self.store.append_to_task(&task, &result).await?;
+                }
+                self.store
+                    .finish_task(&task, Verdict::Cancelled, "stopped by the person")
+                    .await?;
+                Ok(true)
+            }
+            _ => Ok(false),
         }
-        Ok(false)
-    }
-
-    /// A message to an agent whose task is running steers that task: it is added to the
-    /// task's thread, and the loop skips the rest of its current batch and decides again.
-    /// `None` when the agent has no running task.
-    /// Checked in memory first, so a message to an idle agent costs no extra query.
-    pub async fn steer(
-        &self,
-        agent: &str,
-        text: &str,
-    ) -> Result<Option<(TaskRow, i64)>, StoreError> {
-        let running = self.running.lock().await;
-        let Some((task_id, task)) = running
-            .iter()
-            .find(|(_, r)| r.agent == agent && r.parent.is_none())
-        else {
-            return Ok(None);
-        };
-        let row = self.store.task(task_id).await?;
-        let body = EventBody::UserMessage {
-            text: text.to_owned(),
-        };
-        let event = self.store.append_to_task(&row, &body).await?;
-        task.steered.store(true, Ordering::SeqCst);
-        // A loop waiting for its subagents or commands takes the new instruction now.
-        self.finished.send_modify(|n| *n += 1);
-        Ok(Some((row, event.seq)))
-    }
-
-    /// A message to one task: steering when it runs; added before its first step when it is
-    /// queued; a new turn (like `continue`) when it ended.
-    pub async fn message_task(&self, task_id: &str, text: &str) -> Result<(), AnswerError> {
-        let running = self.running.lock().await;
-        let task = self.store.task(task_id).await?;
-        let body = EventBody::UserMessage {
-            text: text.to_owned(),
-        };
-        self.store.append_to_task(&task, &body).await?;
-        if let Some(run) = running.get(task_id) {
-            run.steered.store(true, Ordering::SeqCst);
-            self.finished.send_modify(|n| *n += 1);
-        } else if task.state().is_final() {
-            self.store.set_task_state(&task, TaskState::Queued).await?;
-            drop(running);
-            self.enqueue();
-        }
-        Ok(())
     }
 
     /// Removes an agent. Refused while one of its tasks runs unless `force`, which stops it
@@ -417,69 +394,6 @@ impl Runtime {
             }
         }
         self.store.delete_agent(name).await?;
-        Ok(())
-    }
-
-    /// Answers the task's open question and queues it to continue. The answer becomes the
-    /// result of the call that asked, so the same task resumes where it stopped (also after
-    /// a daemon restart).
-    pub async fn answer(&self, task_id: &str, answer: &AnswerTask) -> Result<(), AnswerError> {
-        // Held so two answers, or an answer and the scheduler, never interleave.
-        let running = self.running.lock().await;
-        let task = self.store.task(task_id).await?;
-        if task.state() != TaskState::WaitingForHuman {
-            return Err(AnswerError::NotWaiting(task.state()));
-        }
-        let events = self.store.task_history(task_id).await?;
-        let history = history::History::from_events(events.iter().map(|(_, body)| body));
-        let Some((call_id, options)) = history.question else {
-            return Err(AnswerError::NotWaiting(task.state()));
-        };
-        let name = history
-            .unanswered
-            .iter()
-            .find(|c| c.id == call_id)
-            .map_or_else(
-                || crate::tools::handlers::ask::USER_INPUT.to_owned(),
-                |c| c.name.clone(),
-            );
-        let text = match (answer.option, answer.text.as_deref()) {
-            (Some(n), _) => options
-                .get(n.wrapping_sub(1))
-                .cloned()
-                .ok_or(AnswerError::BadOption(n, options.len()))?,
-            (None, Some(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-            _ => return Err(AnswerError::Empty),
-        };
-        let result = EventBody::ToolResult {
-            call_id,
-            name,
-            status: ToolStatus::Ok,
-            output: format!("The person answered: {text}"),
-            progress: false,
-        };
-        self.store.append_to_task(&task, &result).await?;
-        self.store.set_task_state(&task, TaskState::Queued).await?;
-        drop(running);
-        self.enqueue();
-        Ok(())
-    }
-
-    /// Continues a task that ended (blocked, failed, out of budget, stopped, or done) with its
-    /// whole history: a new turn of the same task.
-    pub async fn continue_task(&self, task_id: &str) -> Result<(), AnswerError> {
-        let running = self.running.lock().await;
-        let task = self.store.task(task_id).await?;
-        if !task.state().is_final() {
-            return Err(AnswerError::NotWaiting(task.state()));
-        }
-        let note = EventBody::UserMessage {
-            text: "Continue this task from where it stopped.".to_owned(),
-        };
-        self.store.append_to_task(&task, &note).await?;
-        self.store.set_task_state(&task, TaskState::Queued).await?;
-        drop(running);
-        self.enqueue();
         Ok(())
     }
 

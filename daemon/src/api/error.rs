@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use lazyboy_protocol::{ErrorBody, ErrorDetail};
 use serde::de::DeserializeOwned;
 
+use crate::agent::{AnswerError, MessageError};
 use crate::store::StoreError;
 
 /// An error answer: status, stable code, message for people.
@@ -66,6 +67,32 @@ impl IntoResponse for ApiError {
             },
         };
         (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<AnswerError> for ApiError {
+    fn from(error: AnswerError) -> ApiError {
+        match error {
+            AnswerError::Store(error) => error.into(),
+            error @ AnswerError::NotWaiting(_) => {
+                ApiError::new(StatusCode::CONFLICT, "not_waiting", error.to_string())
+            }
+            error => ApiError::bad_request(error.to_string()),
+        }
+    }
+}
+
+impl From<MessageError> for ApiError {
+    fn from(error: MessageError) -> ApiError {
+        match error {
+            MessageError::Store(error) => error.into(),
+            MessageError::Answer(error) => error.into(),
+            error @ MessageError::Workspace(_) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                error.to_string(),
+            ),
+        }
     }
 }
 

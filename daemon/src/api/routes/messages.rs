@@ -1,8 +1,8 @@
 //! `POST /api/agents/{name}/messages`: a person writes to an agent.
 //!
-//! While the agent runs a task the message steers it; while the agent is idle it starts a new
-//! task with the message as the job. `"note": true` only records it in the agent's chat
-//! thread.
+//! The runtime decides what it does (`Runtime::message_agent`): steer the running task,
+//! answer the open question, or start a task. `"note": true` only records it in the agent's
+//! chat thread.
 
 use axum::Json;
 use axum::extract::State;
@@ -28,26 +28,13 @@ pub async fn post(
         let (thread, event) = state.store.append_to_agent(&name, &body).await?;
         return Ok(accepted(thread, event.seq, None, MessageAction::Noted));
     }
-    if let Some((task, seq)) = state.runtime.steer(&name, text).await? {
-        return Ok(accepted(
-            task.thread,
-            seq,
-            Some(task.id),
-            MessageAction::Steered,
-        ));
-    }
     let agent = state.store.agent(&name).await?;
-    let workspace = super::tasks::agent_workspace(&state, &agent)?;
-    let (task, event) = state
-        .store
-        .create_task_logged(&name, text, &workspace)
-        .await?;
-    state.runtime.enqueue();
+    let delivered = state.runtime.message_agent(&agent, text).await?;
     Ok(accepted(
-        task.thread,
-        event.seq,
-        Some(task.id),
-        MessageAction::Started,
+        delivered.task.thread,
+        delivered.seq,
+        Some(delivered.task.id),
+        delivered.action,
     ))
 }
 

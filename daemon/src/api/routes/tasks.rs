@@ -114,19 +114,11 @@ pub async fn answer(
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<AnswerTask>,
 ) -> Result<(StatusCode, Json<Task>), ApiError> {
-    match state.runtime.answer(&id, &request).await {
-        Ok(()) => Ok((
-            StatusCode::ACCEPTED,
-            Json(state.store.task(&id).await?.into()),
-        )),
-        Err(AnswerError::Store(error)) => Err(error.into()),
-        Err(error @ AnswerError::NotWaiting(_)) => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not_waiting",
-            error.to_string(),
-        )),
-        Err(error) => Err(ApiError::bad_request(error.to_string())),
-    }
+    state.runtime.answer(&id, &request).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.store.task(&id).await?.into()),
+    ))
 }
 
 pub async fn continue_task(

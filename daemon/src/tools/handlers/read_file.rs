@@ -58,7 +58,7 @@ impl ToolHandler for ReadFile {
             if path.is_dir() {
                 return Err(respond(format!("{shown} is a directory; use list_dir")));
             }
-            let bytes = tokio::fs::read(&path).await.map_err(|e| {
+            let bytes = ctx.machine.read(&path).await.map_err(|e| {
                 ToolOutput::error(match e.kind() {
                     std::io::ErrorKind::NotFound => format!("no such file: {shown}"),
                     _ => format!("cannot read {shown}: {e}"),
