@@ -29,7 +29,12 @@ pub async fn post(
         return Ok(accepted(thread, event.seq, None, MessageAction::Noted));
     }
     if let Some((task, seq)) = state.runtime.steer(&name, text).await? {
-        return Ok(accepted(task.thread, seq, Some(task.id), MessageAction::Steered));
+        return Ok(accepted(
+            task.thread,
+            seq,
+            Some(task.id),
+            MessageAction::Steered,
+        ));
     }
     let agent = state.store.agent(&name).await?;
     let workspace = super::tasks::agent_workspace(&state, &agent)?;
@@ -38,7 +43,12 @@ pub async fn post(
         .create_task_logged(&name, text, &workspace)
         .await?;
     state.runtime.enqueue();
-    Ok(accepted(task.thread, event.seq, Some(task.id), MessageAction::Started))
+    Ok(accepted(
+        task.thread,
+        event.seq,
+        Some(task.id),
+        MessageAction::Started,
+    ))
 }
 
 fn accepted(
