@@ -82,12 +82,14 @@ impl PrivateMode for OpenOptions {
     }
 }
 
+/// `LAZYBOY_TOKEN`, if set and not empty: it wins over `<home>/token`.
+pub fn token_from_env() -> Option<String> {
+    crate::secrets::var("LAZYBOY_TOKEN").filter(|t| !t.is_empty())
+}
+
 /// The access token for non-loopback listeners: `LAZYBOY_TOKEN`, else `<home>/token`.
 pub fn token(home: &Path) -> std::io::Result<Option<String>> {
-    if let Some(token) = std::env::var("LAZYBOY_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-    {
+    if let Some(token) = token_from_env() {
         return Ok(Some(token));
     }
     match std::fs::read_to_string(home.join(paths::TOKEN)) {

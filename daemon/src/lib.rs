@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod home;
 pub mod providers;
+pub mod secrets;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
