@@ -98,7 +98,7 @@ pub enum DaemonCommand {
     Status,
     /// Print the token for non-loopback listeners, creating it if needed.
     Token {
-        /// Replace the existing token.
+        /// Replace the existing token; a running daemon refuses the old one at once.
         #[arg(long)]
         rotate: bool,
     },

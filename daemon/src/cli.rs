@@ -5,7 +5,6 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use crate::api::guard::Guard;
 use crate::api::listeners::LocalSocket;
@@ -93,7 +92,7 @@ fn start(args: Args) -> anyhow::Result<()> {
             )
         })?;
         Guard {
-            token: Some(Arc::from(token)),
+            token: Some(crate::api::token::Token::new(&token)),
         }
     };
 
