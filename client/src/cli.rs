@@ -42,6 +42,12 @@ pub enum Command {
     /// Hand an agent a task in the current directory and follow it to the end. Exit code:
     /// 0 answer/done, 1 blocked/budget_exhausted/failed, 130 cancelled (Ctrl-C).
     Run(RunArgs),
+    /// Print a shell completion script, e.g. `lazyboy completions bash >
+    /// ~/.local/share/bash-completion/completions/lazyboy`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Queue a background task for an agent and return at once with its id.
     Ask {
         agent: String,
