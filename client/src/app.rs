@@ -55,6 +55,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::run::run(&client, args, cli.json).await
         }
         Command::Completions { shell } => commands::completions::run(shell),
+        Command::Tell { agent, text, note } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tell::run(&client, &agent, &text, note, cli.json).await
+        }
         Command::Ask {
             agent,
             objective,

@@ -8,3 +8,4 @@ pub mod schedule;
 pub mod service;
 pub mod tasks;
 pub mod team;
+pub mod tell;
