@@ -33,6 +33,10 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<i32> {
+    // Needs neither a home nor a daemon.
+    if let Some(Command::Completions { shell }) = cli.command {
+        return commands::completions::run(shell);
+    }
     let home = paths::home(cli.home).context("no home directory: set LAZYBOY_HOME")?;
     let client = Client::new(home);
     let Some(command) = cli.command else {
@@ -49,6 +53,11 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => {
             daemon_proc::ensure_running(&client).await?;
             commands::run::run(&client, args, cli.json).await
+        }
+        Command::Completions { shell } => commands::completions::run(shell),
+        Command::Tell { agent, text, note } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::tell::run(&client, &agent, &text, note, cli.json).await
         }
         Command::Ask {
             agent,

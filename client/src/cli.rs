@@ -42,6 +42,21 @@ pub enum Command {
     /// Hand an agent a task in the current directory and follow it to the end. Exit code:
     /// 0 answer/done, 1 blocked/budget_exhausted/failed, 130 cancelled (Ctrl-C).
     Run(RunArgs),
+    /// Write to an agent as a person does: steer its running task, answer its open question,
+    /// or (idle) start a task with the text as the job. Prints what the message did.
+    Tell {
+        agent: String,
+        text: String,
+        /// Only record it in the agent's chat thread (no task starts, none is steered).
+        #[arg(long)]
+        note: bool,
+    },
+    /// Print a shell completion script, e.g. `lazyboy completions bash >
+    /// ~/.local/share/bash-completion/completions/lazyboy`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Queue a background task for an agent and return at once with its id.
     Ask {
         agent: String,
@@ -98,7 +113,7 @@ pub enum DaemonCommand {
     Status,
     /// Print the token for non-loopback listeners, creating it if needed.
     Token {
-        /// Replace the existing token.
+        /// Replace the existing token; a running daemon refuses the old one at once.
         #[arg(long)]
         rotate: bool,
     },

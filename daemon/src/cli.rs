@@ -1,10 +1,10 @@
-//! The `lazyboyd` command line: arguments, logging, the home's lock, listeners and signals;
-//! the serving itself is [`crate::run`]. `main.rs` only calls [`main`].
+//! The `lazyboyd` command line: the secrets taken out of the environment (a re-exec, see
+//! [`crate::secrets`]), arguments, logging, the home's lock, listeners and signals; the serving
+//! itself is [`crate::run`]. `main.rs` only calls [`main`].
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use crate::api::guard::Guard;
 use crate::api::listeners::LocalSocket;
@@ -29,6 +29,9 @@ struct Args {
     /// Leave the terminal's session (used by `lazyboy daemon start`).
     #[arg(long)]
     detach: bool,
+    /// Internal: the descriptor the image before the re-exec handed the secrets over on.
+    #[arg(long, hide = true)]
+    secrets_fd: Option<i32>,
 }
 
 /// Runs the daemon with the process's arguments.
@@ -45,6 +48,23 @@ pub fn main() -> ExitCode {
 }
 
 fn start(args: Args) -> anyhow::Result<()> {
+    let home = paths::home(args.home).context("no home directory: set LAZYBOY_HOME")?;
+    let config = crate::config::Config::load(&home)?;
+    let provider_key_names: Vec<String> = config
+        .file
+        .providers
+        .values()
+        .filter_map(|p| p.api_key_env.clone())
+        .collect();
+    // First of all, before a thread, a lock or a session of our own: the secrets leave the
+    // environment (this re-executes the program unless there are none).
+    match args.secrets_fd {
+        Some(fd) => crate::secrets::receive(fd)?,
+        None => {
+            crate::secrets::hand_over(&crate::secrets::names(provider_key_names.iter().cloned()))?
+        }
+    }
+    crate::secrets::deny_inspection()?;
     if args.detach {
         // A new session: closing the terminal that started us sends no SIGHUP here.
         nix::unistd::setsid().context("setsid")?;
@@ -53,7 +73,6 @@ fn start(args: Args) -> anyhow::Result<()> {
     // Everything the daemon creates (database, socket, logs) is private to the user.
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     crate::tools::set_user_umask(user_umask.bits());
-    let home = paths::home(args.home).context("no home directory: set LAZYBOY_HOME")?;
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let lock = home::lock(&home)?;
     let _log_guard = crate::telemetry::init(&home, !args.detach);
@@ -73,19 +92,11 @@ fn start(args: Args) -> anyhow::Result<()> {
             )
         })?;
         Guard {
-            token: Some(Arc::from(token)),
+            token: Some(crate::api::token::Token::new(&token)),
         }
     };
 
-    let config = crate::config::Config::load(&home)?;
-    crate::tools::set_secret_env(
-        config
-            .file
-            .providers
-            .values()
-            .filter_map(|p| p.api_key_env.clone())
-            .collect(),
-    );
+    crate::tools::set_secret_env(provider_key_names);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -24,7 +24,8 @@
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
 //! (`openai`/`anthropic`) define or override the default provider; `OPENAI_API_KEY` and
 //! `ANTHROPIC_API_KEY` are used when nothing else names a key. Keys are read at the moment a
-//! provider is built and never written anywhere.
+//! provider is built, from the secrets the daemon took out of its environment at start
+//! ([`crate::secrets`]), and never written anywhere.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -216,6 +217,8 @@ impl Config {
     }
 }
 
+/// A setting or key from the environment; secrets come from [`crate::secrets`], which took
+/// them out of the process's environment at start.
 fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    crate::secrets::var(name).filter(|v| !v.trim().is_empty())
 }

@@ -1,4 +1,6 @@
 //! `LAZYBOY_HOME`: the directory that holds the database, socket, lock, token and logs.
+//! The daemon owns it: while one runs, the token file changes only through it
+//! (`api::token`), so the file and the token in force agree.
 //!
 //! One daemon per home: it holds an exclusive `flock` on the lock file for its whole life.
 //! The kernel drops the lock when the process dies, however it dies, so a lock file left by
@@ -82,19 +84,50 @@ impl PrivateMode for OpenOptions {
     }
 }
 
+/// `LAZYBOY_TOKEN`, if set and not empty: it wins over `<home>/token`.
+pub fn token_from_env() -> Option<String> {
+    crate::secrets::var("LAZYBOY_TOKEN").filter(|t| !t.is_empty())
+}
+
 /// The access token for non-loopback listeners: `LAZYBOY_TOKEN`, else `<home>/token`.
 pub fn token(home: &Path) -> std::io::Result<Option<String>> {
-    if let Some(token) = std::env::var("LAZYBOY_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-    {
-        return Ok(Some(token));
+    match token_from_env() {
+        Some(token) => Ok(Some(token)),
+        None => token_file(home),
     }
+}
+
+/// The token in `<home>/token`, if there is one.
+pub fn token_file(home: &Path) -> std::io::Result<Option<String>> {
     match std::fs::read_to_string(home.join(paths::TOKEN)) {
         Ok(token) => Ok(Some(token.trim().to_owned()).filter(|t| !t.is_empty())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Writes a new random token (24 bytes, hex) to `<home>/token`, mode 0600, replacing the
+/// file in one rename so a reader never sees half of one; returns it.
+pub fn write_new_token(home: &Path) -> std::io::Result<String> {
+    let mut bytes = [0u8; 24];
+    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let staged = home.join(format!(".{}.new", paths::TOKEN));
+    // A file left by a crash may have any mode: start from a fresh one.
+    if let Err(e) = std::fs::remove_file(&staged)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(e);
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode_private()
+        .open(&staged)?;
+    writeln!(file, "{token}")?;
+    file.sync_all()?;
+    std::fs::rename(&staged, home.join(paths::TOKEN))?;
+    Ok(token)
 }
 
 #[cfg(test)]
@@ -114,5 +147,20 @@ mod tests {
         lock(dir.path()).unwrap();
         let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_new_token_replaces_the_file_privately() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = write_new_token(dir.path()).unwrap();
+        let second = write_new_token(dir.path()).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(second.len(), 48);
+        assert_eq!(token_file(dir.path()).unwrap(), Some(second));
+        let mode = std::fs::metadata(dir.path().join(paths::TOKEN))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 }

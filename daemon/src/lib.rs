@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod home;
 pub mod providers;
+pub mod secrets;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
@@ -56,6 +57,10 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         shutdown.clone(),
     );
     let state = api::AppState {
+        tokens: Arc::new(api::token::Tokens::new(
+            daemon.home.clone(),
+            daemon.guard.token.clone(),
+        )),
         runtime: runtime.clone(),
         store: daemon.store.clone(),
         shutdown: shutdown.clone(),

@@ -510,6 +510,21 @@ impl TaskState {
     }
 }
 
+/// `POST /api/daemon/token` (local socket only): the token non-loopback listeners demand.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    /// Replace it: the running daemon refuses the old one from the next request on.
+    #[serde(default)]
+    pub rotate: bool,
+}
+
+/// The answer to [`TokenRequest`]: the token in force (with `rotate`, the new one).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DaemonToken {
+    pub token: String,
+}
+
 /// `POST /api/agents/{name}/tasks`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]

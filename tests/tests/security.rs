@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use lazyboy_protocol::{ErrorBody, Health, paths};
-use lazyboy_tests::{TestDaemon, add_agent, all_events, cli, temp_home};
+use lazyboy_tests::{KillOnDrop, TestDaemon, add_agent, all_events, cli, temp_home};
 use serde_json::json;
 
 async fn code(response: reqwest::Response) -> (u16, String) {
@@ -139,25 +139,7 @@ async fn lazyboy_token_env_guards_a_non_loopback_listener() {
 /// Starts a daemon on 0.0.0.0 (reached here through 127.0.0.1) and checks that every request
 /// needs `token`.
 async fn check_token_mode(home: &std::path::Path, token: &str, env: &[(&str, &str)]) {
-    let mut child = TestDaemon::command(home)
-        .args(["--listen", "0.0.0.0:0"])
-        .envs(env.iter().copied())
-        .spawn()
-        .unwrap();
-    let client = lazyboy::connection::Client::new(home.to_owned());
-    let health: Health =
-        lazyboy_tests::wait_for(std::time::Duration::from_secs(20), "health", || {
-            let client = client.clone();
-            async move { client.get::<Health>("/api/health").await.ok() }
-        })
-        .await;
-    let port = health
-        .url
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .to_owned();
+    let (mut child, port) = on_all_interfaces(home, env).await;
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -241,9 +223,124 @@ async fn check_token_mode(home: &std::path::Path, token: &str, env: &[(&str, &st
     let log = std::fs::read_to_string(home.join(paths::LOGS).join("lazyboyd.log")).unwrap();
     assert!(!log.contains(token));
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::unistd::Pid::from_raw(child.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert!(child.wait().unwrap().success());
+    assert!(child.0.wait().unwrap().success());
+}
+
+/// Starts a daemon on 0.0.0.0 and waits for it to answer on its socket; returns it and its
+/// TCP port.
+async fn on_all_interfaces(home: &std::path::Path, env: &[(&str, &str)]) -> (KillOnDrop, String) {
+    let child = KillOnDrop(
+        TestDaemon::command(home)
+            .args(["--listen", "0.0.0.0:0"])
+            .envs(env.iter().copied())
+            .spawn()
+            .unwrap(),
+    );
+    let client = lazyboy::connection::Client::new(home.to_owned());
+    let health: Health =
+        lazyboy_tests::wait_for(std::time::Duration::from_secs(20), "health", || {
+            let client = client.clone();
+            async move { client.get::<Health>("/api/health").await.ok() }
+        })
+        .await;
+    assert_eq!(health.pid, child.0.id());
+    let port = health
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    (child, port)
+}
+
+/// `lazyboy daemon token` with `args`, run off the test's runtime.
+async fn token_cli(home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = cli(home);
+    command.args(["daemon", "token"]).args(args);
+    lazyboy_tests::output_of(command).await
+}
+
+async fn status_with(http: &reqwest::Client, url: &str, token: &str) -> u16 {
+    http.get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_rotated_token_takes_effect_at_once() {
+    let home = temp_home();
+    let old = token_cli(home.path(), &[]).await;
+    let old = String::from_utf8(old.stdout).unwrap().trim().to_owned();
+    let (mut child, port) = on_all_interfaces(home.path(), &[]).await;
+    let url = format!("http://127.0.0.1:{port}/api/agents");
+    let http = reqwest::Client::new();
+    assert_eq!(status_with(&http, &url, &old).await, 200);
+    // Asked without --rotate, the running daemon names the token in force.
+    let same = token_cli(home.path(), &[]).await;
+    assert_eq!(String::from_utf8(same.stdout).unwrap().trim(), old);
+
+    let rotated = token_cli(home.path(), &["--rotate"]).await;
+    assert!(
+        rotated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rotated.stderr)
+    );
+    let new = String::from_utf8(rotated.stdout).unwrap().trim().to_owned();
+    assert_eq!(new.len(), 48);
+    assert_ne!(new, old);
+    // Same daemon, no restart: the old token is refused, the new one served.
+    assert_eq!(status_with(&http, &url, &old).await, 401);
+    assert_eq!(status_with(&http, &url, &new).await, 200);
+    let file = home.path().join(paths::TOKEN);
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), new);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A browser logged in with the old token is logged out.
+    let cookie = format!("lazyboy_token={old}");
+    let page = http
+        .get(&url)
+        .header("Cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 401);
+    assert_eq!(child.0.try_wait().unwrap(), None, "the daemon kept running");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(child.0.wait().unwrap().success());
+}
+
+#[tokio::test]
+async fn a_token_set_by_lazyboy_token_is_not_rotated_behind_its_back() {
+    let home = temp_home();
+    let (mut child, port) =
+        on_all_interfaces(home.path(), &[("LAZYBOY_TOKEN", "env-token-456")]).await;
+    let rotated = token_cli(home.path(), &["--rotate"]).await;
+    assert!(!rotated.status.success());
+    let stderr = String::from_utf8_lossy(&rotated.stderr);
+    assert!(stderr.contains("LAZYBOY_TOKEN"), "{stderr}");
+    let url = format!("http://127.0.0.1:{port}/api/agents");
+    let http = reqwest::Client::new();
+    assert_eq!(status_with(&http, &url, "env-token-456").await, 200);
+    assert!(!home.path().join(paths::TOKEN).exists());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(child.0.wait().unwrap().success());
 }

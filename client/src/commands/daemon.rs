@@ -4,7 +4,8 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 
 use anyhow::Context;
-use lazyboy_protocol::{Health, paths};
+use hyper::Method;
+use lazyboy_protocol::{DaemonToken, Health, TokenRequest, paths};
 
 use crate::cli::DaemonCommand;
 use crate::connection::{Client, ClientError};
@@ -30,7 +31,7 @@ pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow:
                 _ => return Err(error),
             },
         },
-        DaemonCommand::Token { rotate } => println!("{}", token(client, rotate)?),
+        DaemonCommand::Token { rotate } => println!("{}", token(client, rotate).await?),
     }
     Ok(0)
 }
@@ -47,8 +48,31 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads `<home>/token`, writing a new random one (mode 0600) if absent or when rotating.
-fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
+/// The token for non-loopback listeners. A running daemon owns its home, so it is asked (and
+/// rotates the token in force at once); with none running, `<home>/token` is read here, or a
+/// new random one written (mode 0600) if absent or when rotating. No daemon is started.
+async fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
+    let request = TokenRequest { rotate };
+    match client
+        .call::<DaemonToken>(Method::POST, "/api/daemon/token", Some(&request))
+        .await
+    {
+        Ok(answer) => Ok(answer.token),
+        Err(ClientError::NotRunning { .. }) => token_file(client, rotate),
+        // A daemon older than this route (same protocol otherwise): writing the file behind
+        // its back is what left a rotated token ignored, so say what to do instead.
+        Err(ClientError::Api { status, .. }) if status == hyper::StatusCode::NOT_FOUND => {
+            anyhow::bail!(
+                "the running lazyboyd cannot give or rotate its token; restart it with this \
+                 version (`lazyboy daemon stop && lazyboy daemon start`)"
+            )
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// `token` with no daemon running.
+fn token_file(client: &Client, rotate: bool) -> anyhow::Result<String> {
     let path = client.home().join(paths::TOKEN);
     if !rotate
         && let Ok(existing) = std::fs::read_to_string(&path)

@@ -1,5 +1,6 @@
 //! One file per verb.
 
+pub mod completions;
 pub mod daemon;
 pub mod events;
 pub mod run;
@@ -7,3 +8,4 @@ pub mod schedule;
 pub mod service;
 pub mod tasks;
 pub mod team;
+pub mod tell;

@@ -4,6 +4,11 @@
 //! The task lives in the daemon: this process only watches. Closing the terminal leaves it
 //! running; Ctrl-C asks the daemon to stop it (a second Ctrl-C leaves at once). If the stream
 //! drops (say the daemon restarts) it reconnects and resumes after the last event seen.
+//!
+//! One stdin reader serves the whole session (terminal or pipe): a line typed while the task's
+//! question is open answers it; any other line goes to the agent as a message, and the daemon
+//! decides what it does (steers the running task, answers, or starts one) and says so; `/stop`
+//! stops the task. In the REPL, a line typed while no task is followed starts one.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,15 +30,10 @@ pub async fn run(client: &Client, args: RunArgs, json: bool) -> anyhow::Result<i
         Some(dir) => dir,
         None => std::env::current_dir().context("no current directory")?,
     };
+    // Started before the task exists, so nothing typed from here on is lost.
+    let mut input = stdin_lines();
     let task = create(client, &args.agent, &args.objective, workspace).await?;
-    // At a terminal, questions can be answered right here.
-    use std::io::IsTerminal;
-    if std::io::stdin().is_terminal() {
-        let mut input = stdin_lines();
-        follow(client, &task, json, Some(&mut input)).await
-    } else {
-        follow(client, &task, json, None).await
-    }
+    follow(client, &task, json, Some(&mut input)).await
 }
 
 /// Creates a task for `agent` working in `workspace`.
@@ -60,9 +60,10 @@ pub async fn create(
     Ok(accepted.task)
 }
 
-/// Follows a task until its verdict. A `/stop` line from `input` (the REPL's stdin) stops
-/// it. If the daemon dies meanwhile, it is started again (its recovery resumes the task) and
-/// the stream resumes after the last event seen.
+/// Follows a task until its verdict. Lines from `input` (the one stdin reader) answer its
+/// question, go to its agent as messages, or (`/stop`) stop it. If the daemon dies meanwhile,
+/// it is started again (its recovery resumes the task) and the stream resumes after the last
+/// event seen.
 pub async fn follow(
     client: &Client,
     task: &str,
@@ -131,36 +132,56 @@ pub async fn follow(
                 }
                 line = next_line(&mut input) => match line {
                     Some(line) if line.trim() == "/stop" => stop(client, task).await?,
-                    Some(line) if !line.trim().is_empty() => match &question {
-                        Some(options) => {
-                            let line = line.trim();
-                            let option = line
-                                .parse::<usize>()
-                                .ok()
-                                .filter(|n| (1..=options.len()).contains(n));
-                            let answer = lazyboy_protocol::AnswerTask {
-                                text: option.is_none().then(|| line.to_owned()),
-                                option,
-                            };
-                            client
-                                .call::<serde_json::Value>(
-                                    Method::POST,
-                                    &format!("/api/tasks/{task}/answer"),
-                                    Some(&answer),
-                                )
-                                .await?;
-                            question = None;
+                    Some(line) if !line.trim().is_empty() => {
+                        // A line the daemon refused (a bad option, say) must not end the run.
+                        if let Err(error) = typed(client, task, &mut question, line.trim()).await {
+                            eprintln!("lazyboy: {error:#}");
                         }
-                        None => eprintln!(
-                            "(a task is running: /stop stops it; type the next task when it ends)"
-                        ),
-                    },
+                    }
                     Some(_) => {}
                     None => input = None,
                 },
             }
         }
     }
+}
+
+/// A line typed while following `task`: the answer to its open question (an option's number
+/// or free text), else a message to its agent; what it did is said on stderr, so stdout stays
+/// the task's own output.
+async fn typed(
+    client: &Client,
+    task: &str,
+    question: &mut Option<Vec<String>>,
+    line: &str,
+) -> anyhow::Result<()> {
+    if let Some(options) = question.as_ref() {
+        let option = line
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=options.len()).contains(n));
+        let answer = lazyboy_protocol::AnswerTask {
+            text: option.is_none().then(|| line.to_owned()),
+            option,
+        };
+        client
+            .call::<serde_json::Value>(
+                Method::POST,
+                &format!("/api/tasks/{task}/answer"),
+                Some(&answer),
+            )
+            .await?;
+        *question = None;
+        eprintln!("(answered {task}'s question)");
+        return Ok(());
+    }
+    let info: lazyboy_protocol::Task = client.get(&format!("/api/tasks/{task}")).await?;
+    let accepted = crate::commands::tell::send(client, &info.agent, line, false).await?;
+    eprintln!(
+        "({})",
+        crate::commands::tell::describe(&info.agent, &accepted)
+    );
+    Ok(())
 }
 
 async fn next_line(input: &mut Option<&mut mpsc::UnboundedReceiver<String>>) -> Option<String> {
@@ -182,12 +203,15 @@ async fn stop(client: &Client, task: &str) -> anyhow::Result<()> {
 }
 
 /// `lazyboy` with no command: one stdin reader; a line while idle starts a task (default
-/// agent, current directory); while a task runs, `/stop` stops it.
+/// agent, current directory); while a task runs, lines go to it as in [`follow`].
 pub async fn repl(client: &Client, json: bool) -> anyhow::Result<i32> {
     let mut rx = stdin_lines();
     let agent = "default";
     let mut code = 0;
-    eprintln!("lazyboy: type a task and press Enter; /stop stops it; Ctrl-D quits");
+    eprintln!(
+        "lazyboy: type a task and press Enter; while it runs, a line steers it (or answers its \
+         question); /stop stops it; Ctrl-D quits"
+    );
     while let Some(line) = rx.recv().await {
         let line = line.trim().to_owned();
         match line.as_str() {

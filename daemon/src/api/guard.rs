@@ -5,7 +5,8 @@
 //! - CSRF: a state-changing request whose `Origin` is neither loopback nor the page's own
 //!   origin gets 403.
 //! - Tokens: when the listener is reachable beyond loopback, every request must carry the
-//!   token (`Authorization: Bearer`, or the cookie set by visiting `/?token=...`).
+//!   token (`Authorization: Bearer`, or the cookie set by visiting `/?token=...`). The token
+//!   is read on every request, so a rotation (`super::token`) takes effect at once.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
+use super::token::Token;
 
 /// The cookie that carries the token for browsers.
 pub const TOKEN_COOKIE: &str = "lazyboy_token";
@@ -24,7 +26,7 @@ pub const TOKEN_COOKIE: &str = "lazyboy_token";
 #[derive(Debug, Clone, Default)]
 pub struct Guard {
     /// Required when set: the listener is reachable beyond loopback.
-    pub token: Option<Arc<str>>,
+    pub token: Option<Token>,
 }
 
 /// The middleware: applies [`Guard`] to one request.
@@ -51,6 +53,8 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
         .into_response();
     }
     if let Some(token) = &guard.token {
+        let token = token.current();
+        let token = token.as_ref();
         if let Some(offered) = query_token(request.uri()) {
             return if token_eq(offered, token) {
                 login_redirect(token)

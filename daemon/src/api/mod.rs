@@ -1,11 +1,12 @@
 //! The HTTP API: one axum `Router`, served on the local socket (for the CLI) and on TCP (for
 //! browsers). The TCP copy is wrapped in [`guard`]; the socket copy also gets the routes only
-//! the machine's owner may call (`POST /api/daemon/stop`).
+//! the machine's owner may call (`POST /api/daemon/stop`, `POST /api/daemon/token`).
 
 pub mod error;
 pub mod guard;
 pub mod listeners;
 mod routes;
+pub mod token;
 
 use std::sync::Arc;
 
@@ -27,6 +28,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     pub health: Arc<Health>,
     pub runtime: Arc<crate::agent::Runtime>,
+    /// The API token's owner (rotated over the local socket).
+    pub tokens: Arc<token::Tokens>,
 }
 
 /// The routes shared by both listeners.
@@ -82,6 +85,7 @@ fn api(state: AppState) -> Router {
 pub fn socket_router(state: AppState) -> Router {
     let local = Router::new()
         .route("/api/daemon/stop", post(routes::daemon::stop))
+        .route("/api/daemon/token", post(routes::daemon::token))
         .with_state(state.clone());
     local.merge(api(state))
 }
