@@ -173,6 +173,9 @@ pub enum TeamCommand {
         #[command(flatten)]
         settings: AgentSettings,
     },
+    /// Start the agent's conversation afresh: later tasks no longer see what came before
+    /// (it stays in the log; read_conversation reaches it only when asked).
+    Clear { name: String },
     /// Remove an agent (its events stay in the log). Refused while it runs a task.
     Rm {
         name: String,

@@ -127,6 +127,7 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
         agent.model.as_deref().unwrap_or("(default)"),
         agent.workspace,
     );
+    out.push_str(&format!("usage:        {}\n", usage(&agent.usage)));
     if agent.instructions.trim().is_empty() {
         out.push_str("instructions: (none)\n");
     } else {
@@ -136,6 +137,33 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
         ));
     }
     out
+}
+
+/// Tokens and cost: "12.3k in (1.0k cached), 2.1k out, $0.0123" ("~" when estimated).
+pub fn usage(usage: &lazyboy_protocol::Usage) -> String {
+    let mark = if usage.estimated { "~" } else { "" };
+    let mut text = format!(
+        "{mark}{} in ({} cached), {mark}{} out",
+        tokens(usage.input_tokens),
+        tokens(usage.cached_tokens),
+        tokens(usage.output_tokens)
+    );
+    if let Some(micro) = usage.cost_microusd {
+        text.push_str(&format!(", ${:.4}", micro as f64 / 1_000_000.0));
+    }
+    if usage.estimated {
+        text.push_str(" (~ estimated: the provider reported no usage)");
+    }
+    text
+}
+
+/// A token count, short: 950, 12.3k, 4.5M.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..1000 => n.to_string(),
+        1000..1_000_000 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
 }
 
 /// `text` without terminal control characters (escape sequences from a model or a command's

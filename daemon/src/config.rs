@@ -12,6 +12,7 @@
 //! base_url = "http://127.0.0.1:11434/v1"
 //! model = "qwen2.5-coder"
 //! api_key_env = "OLLAMA_API_KEY"    # the NAME of the variable holding the key, never the key
+//! context_tokens = 32768            # its context window (LAZYBOY_CONTEXT_TOKENS wins)
 //!
 //! [retry]
 //! max_attempts = 5
@@ -19,6 +20,11 @@
 //!
 //! [schedules]
 //! run_missed = true                 # false: a slot missed while the daemon was down is skipped
+//!
+//! [prices."gpt-4.1"]                # US dollars per million tokens, for the cost shown
+//! input = 2.0
+//! cached_input = 0.5
+//! output = 8.0
 //! ```
 //!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
@@ -52,6 +58,32 @@ pub struct ConfigFile {
     pub retry: RetrySection,
     #[serde(default)]
     pub schedules: SchedulesSection,
+    /// US dollars per million tokens, by model name (as the provider entry or the agent
+    /// names it): `[prices."gpt-4.1"] input = 2.0, cached_input = 0.5, output = 8.0`.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// A model's price in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    /// Cached input tokens (default: the input price).
+    pub cached_input: Option<f64>,
+    pub output: f64,
+}
+
+impl Price {
+    /// What `input` (cached included), `cached` and `output` tokens cost, in millionths of a
+    /// dollar (price per million tokens × tokens ÷ 10⁶ dollars).
+    pub fn microusd(&self, input: u64, cached: u64, output: u64) -> u64 {
+        let cached = cached.min(input);
+        let cost = self.input * (input - cached) as f64
+            + self.cached_input.unwrap_or(self.input) * cached as f64
+            + self.output * output as f64;
+        cost.max(0.0).round() as u64
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -61,6 +93,9 @@ pub struct ProviderEntry {
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
+    /// The model's context window in tokens (default: known for the big families, else
+    /// 128k); `LAZYBOY_CONTEXT_TOKENS` wins.
+    pub context_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -204,7 +239,13 @@ impl Config {
                 .map_or(defaults.max_delay, Duration::from_millis),
             empty_reply_retries: defaults.empty_reply_retries,
         };
+        let context_tokens = env("LAZYBOY_CONTEXT_TOKENS")
+            .and_then(|v| v.parse().ok())
+            .or_else(|| entry.and_then(|e| e.context_tokens))
+            .unwrap_or_else(|| crate::context::tokens::default_context(&model))
+            .max(2048);
         Ok(ProviderConfig {
+            context_tokens,
             name: name.unwrap_or_else(|| "env".to_owned()),
             wire,
             base_url: base_url.trim_end_matches('/').to_owned(),
@@ -214,6 +255,13 @@ impl Config {
             connect_timeout: Duration::from_secs(15),
             request_timeout: Duration::from_secs(180),
         })
+    }
+}
+
+impl Config {
+    /// The price of `model`, if the config gives one.
+    pub fn price(&self, model: &str) -> Option<Price> {
+        self.file.prices.get(model).copied()
     }
 }
 

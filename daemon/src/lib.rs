@@ -10,6 +10,7 @@ pub mod api;
 pub mod bus;
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod home;
 pub mod providers;
 pub mod secrets;

@@ -125,6 +125,9 @@ pub struct Agent {
     /// heartbeat is under 30 s old). Alive does not mean progressing.
     #[serde(default)]
     pub lease_expires_at_ms: Option<i64>,
+    /// What all its tasks' model requests cost.
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 /// What an agent is doing, from its tasks.
@@ -321,6 +324,26 @@ pub enum EventBody {
     CommandEnded { command_id: String, status: String },
     /// A subagent (a child task) was spawned by this task.
     SubagentSpawned { task: String, objective: String },
+    /// What one model request cost, as the provider reported it (`estimated` when it did not
+    /// and the daemon counted instead).
+    ModelUsage {
+        model: String,
+        input_tokens: u64,
+        #[serde(default)]
+        cached_tokens: u64,
+        output_tokens: u64,
+        #[serde(default)]
+        estimated: bool,
+    },
+    /// The deliverables `report_done` listed: files in the workspace, with their sizes then.
+    Deliverables { files: Vec<Deliverable> },
+    /// A background pass condensed the conversation up to `upto_seq` (in a task's thread: the
+    /// task's older rounds; in an agent's chat thread: its conversation across tasks). The
+    /// model sees it instead of what it covers; the originals stay in the log.
+    Summary { upto_seq: i64, text: String },
+    /// `team clear`: the agent's conversation starts a new generation; requests and summaries
+    /// never see what came before (it stays in the log, and `read_conversation` can ask).
+    ConversationCleared {},
     /// A schedule was added (in the agent's chat thread, as are all schedule events).
     ScheduleAdded {
         schedule: String,
@@ -582,6 +605,37 @@ pub struct Task {
     /// When the lease runs out if not renewed; `None` when the task is not running.
     #[serde(default)]
     pub lease_expires_at_ms: Option<i64>,
+    /// What its model requests cost so far.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// Tokens a task (or an agent, summed over its tasks) used, and their cost where the config
+/// gives prices for the model.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    /// The part of `input_tokens` the provider served from its cache.
+    pub cached_tokens: u64,
+    pub output_tokens: u64,
+    /// Some requests' figures were counted by the daemon (the provider reported no usage).
+    pub estimated: bool,
+    /// In millionths of a US dollar, where `[prices]` names the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_microusd: Option<u64>,
+}
+
+/// A file `report_done` delivered: its path in the workspace and its size when reported.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Deliverable {
+    pub path: String,
+    pub size: u64,
+}
+
+/// `GET /api/tasks/{id}/files`: the task's deliverables (from its last `report_done`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileList {
+    pub files: Vec<Deliverable>,
 }
 
 /// `POST /api/agents/{name}/schedules`: hand the agent `objective` at every slot of `cron`.
@@ -642,6 +696,10 @@ impl EventBody {
             EventBody::CommandStarted { .. } => "command_started",
             EventBody::CommandEnded { .. } => "command_ended",
             EventBody::SubagentSpawned { .. } => "subagent_spawned",
+            EventBody::ModelUsage { .. } => "model_usage",
+            EventBody::Deliverables { .. } => "deliverables",
+            EventBody::Summary { .. } => "summary",
+            EventBody::ConversationCleared {} => "conversation_cleared",
             EventBody::ScheduleAdded { .. } => "schedule_added",
             EventBody::ScheduleRemoved { .. } => "schedule_removed",
             EventBody::SchedulePaused { .. } => "schedule_paused",
@@ -769,6 +827,24 @@ mod tests {
                 model: None,
                 workspace: Some("/w".into()),
             },
+            EventBody::ModelUsage {
+                model: "m".into(),
+                input_tokens: 10,
+                cached_tokens: 2,
+                output_tokens: 3,
+                estimated: false,
+            },
+            EventBody::Deliverables {
+                files: vec![Deliverable {
+                    path: "a.txt".into(),
+                    size: 1,
+                }],
+            },
+            EventBody::Summary {
+                upto_seq: 9,
+                text: "t".into(),
+            },
+            EventBody::ConversationCleared {},
             EventBody::CommandStarted {
                 command_id: "cmd-1".into(),
                 command: "sleep 9".into(),

@@ -96,6 +96,9 @@ pub struct Reply {
     explicit_nulls: bool,
     retry_after: Option<u64>,
     non_streaming: bool,
+    /// What usage the reply reports: `None` a plausible count (request bytes / 4), `Some(None)`
+    /// no usage at all, `Some(Some((input, cached, output)))` exactly that.
+    usage: Option<Option<(u64, u64, u64)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,7 +129,20 @@ impl Reply {
             explicit_nulls: false,
             retry_after: None,
             non_streaming: false,
+            usage: None,
         }
+    }
+
+    /// Reports exactly this usage (input tokens with the cached ones included, cached, output).
+    pub fn with_usage(mut self, input: u64, cached: u64, output: u64) -> Reply {
+        self.usage = Some(Some((input, cached, output)));
+        self
+    }
+
+    /// Reports no usage, as some local servers do.
+    pub fn without_usage(mut self) -> Reply {
+        self.usage = Some(None);
+        self
     }
 
     /// A text reply, streamed as several deltas (one per word, or two halves of one word).

@@ -56,15 +56,22 @@ pub async fn list(
         return Ok(0);
     }
     println!(
-        "{:<36}  {:<12}  {:<17}  OBJECTIVE",
-        "TASK", "AGENT", "STATE"
+        "{:<36}  {:<12}  {:<17}  {:<14}  OBJECTIVE",
+        "TASK", "AGENT", "STATE", "TOKENS"
     );
     for task in &list.tasks {
+        let mark = if task.usage.estimated { "~" } else { "" };
+        let spent = format!(
+            "{mark}{}/{}",
+            crate::render::tokens(task.usage.input_tokens),
+            crate::render::tokens(task.usage.output_tokens)
+        );
         println!(
-            "{:<36}  {:<12}  {:<17}  {}",
+            "{:<36}  {:<12}  {:<17}  {:<14}  {}",
             task.id,
             task.agent,
             state_label(task),
+            spent,
             match &task.parent {
                 Some(parent) => format!(
                     "(subagent of {parent}) {}",

@@ -1,4 +1,4 @@
-//! `lazyboy team add|ls|show|edit|rm` (also `lazyboy agent ...`).
+//! `lazyboy team add|ls|show|edit|clear|rm` (also `lazyboy agent ...`).
 
 use std::path::PathBuf;
 
@@ -53,6 +53,19 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
             let path = format!("/api/agents/{name}");
             let agent: Agent = client.call(Method::PATCH, &path, Some(&request)).await?;
             print_agent(&agent, json, "updated")?;
+        }
+        TeamCommand::Clear { name } => {
+            let path = format!("/api/agents/{name}/clear");
+            let done: lazyboy_protocol::MessageAccepted =
+                client.call(Method::POST, &path, None::<&()>).await?;
+            if json {
+                println!("{}", serde_json::to_string(&done)?);
+            } else {
+                println!(
+                    "cleared {name}'s conversation (a new generation starts at seq {})",
+                    done.seq
+                );
+            }
         }
         TeamCommand::Rm { name, force } => {
             let path = format!("/api/agents/{name}?force={force}");

@@ -254,13 +254,24 @@ impl Turn {
         match fuse {
             Fuse::Continue => Ok(None),
             Fuse::Remind(text) => {
+                let text = format!("{text} {}", self.repeat_cost());
                 if !self.reminders.contains(&text) {
                     self.reminders.push(text);
                 }
                 Ok(None)
             }
-            Fuse::Block(reason) => Ok(Some(BatchEnd::Finish(Verdict::Blocked, reason))),
+            Fuse::Block(reason) => {
+                let reason = format!("{reason}; {}", self.repeat_cost());
+                Ok(Some(BatchEnd::Finish(Verdict::Blocked, reason)))
+            }
         }
+    }
+
+    /// What the run a fuse fired on cost: the model rounds behind it and their tokens.
+    fn repeat_cost(&self) -> String {
+        let rounds = self.guard.run_len() as usize;
+        let tokens: u64 = self.round_tokens.iter().rev().take(rounds).sum();
+        format!("(the repetition took {rounds} model rounds, {tokens} tokens)")
     }
 }
 

@@ -76,6 +76,14 @@ fn hash_of(parts: &[&str]) -> u64 {
 }
 
 impl LoopGuard {
+    /// How long the longest current run is (identical calls, same error, failures): what a
+    /// fuse that fired was about.
+    pub fn run_len(&self) -> u32 {
+        self.same_call_run
+            .max(self.same_error_run)
+            .max(self.failure_run)
+    }
+
     /// The person spoke (an answer, a steer, a continue): runs start afresh.
     pub fn reset(&mut self) {
         *self = LoopGuard::default();

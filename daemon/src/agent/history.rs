@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use lazyboy_protocol::{Effect, EventBody, PlanStep, ToolCallRecord, ToolStatus};
 
+pub use crate::context::{Kind, Meta};
 use crate::providers::{Message, ToolCall};
 use crate::tools::handlers::legacy_effect;
 
@@ -69,7 +70,9 @@ pub struct History {
     /// Every call made so far, to pair results with their arguments.
     calls: Vec<ToolCallRecord>,
     /// Messages from the person waiting for the current calls' results.
-    deferred: Vec<String>,
+    deferred: Vec<(String, i64)>,
+    /// What each of `messages` is and the event it came from (same order and length).
+    pub meta: Vec<Meta>,
     /// The open question to the person: its call and options.
     pub question: Option<(String, Vec<String>)>,
     /// The last event folded in; the next read starts after it.
@@ -83,9 +86,25 @@ pub struct History {
     pub subagents: Vec<String>,
     /// Subagents and commands whose results a revival note already told the model.
     pub reported: HashSet<String>,
+    /// The latest summary of the task's older rounds: the seq it covers up to, and its text.
+    pub summary: Option<(i64, String)>,
 }
 
 impl History {
+    fn push(&mut self, message: Message, kind: Kind) {
+        self.messages.push(message);
+        self.meta.push(Meta {
+            kind,
+            seq: self.last_seq,
+        });
+    }
+
+    /// Folds one event with its seq (the seq is recorded with the messages it makes).
+    pub fn apply_at(&mut self, seq: i64, event: &EventBody) {
+        self.last_seq = seq;
+        self.apply(event);
+    }
+
     pub fn from_events<'a>(events: impl IntoIterator<Item = &'a EventBody>) -> History {
         let mut history = History::default();
         for event in events {
@@ -109,21 +128,27 @@ impl History {
                 | EventBody::CommandStarted { .. }
                 | EventBody::CommandEnded { .. }
                 | EventBody::SubagentSpawned { .. }
+                | EventBody::ModelUsage { .. }
+                | EventBody::Summary { .. }
+                | EventBody::Deliverables { .. }
         ) {
             self.ending = None;
         }
         match event {
-            EventBody::TaskCreated { objective, .. } => self.messages.push(Message::User {
-                text: objective.clone(),
-            }),
+            EventBody::TaskCreated { objective, .. } => self.push(
+                Message::User {
+                    text: objective.clone(),
+                },
+                Kind::Objective,
+            ),
             EventBody::UserMessage { text } => {
                 self.guard.push(GuardInput::PersonSpoke);
                 // Steering that arrived while calls were running joins the conversation
                 // after their results (a message between results breaks the wire format).
                 if self.unanswered.is_empty() {
-                    self.messages.push(Message::User { text: text.clone() });
+                    self.push(Message::User { text: text.clone() }, Kind::Person);
                 } else {
-                    self.deferred.push(text.clone());
+                    self.deferred.push((text.clone(), self.last_seq));
                 }
             }
             EventBody::RuntimeNote { text } => {
@@ -140,9 +165,12 @@ impl History {
                         .collect::<Vec<_>>();
                     self.reported.extend(named);
                 }
-                self.messages.push(Message::User {
-                    text: format!("[runtime] {text}"),
-                });
+                self.push(
+                    Message::User {
+                        text: format!("[runtime] {text}"),
+                    },
+                    Kind::Note,
+                );
             }
             EventBody::AssistantReply { text, tool_calls } => {
                 self.rounds += 1;
@@ -151,17 +179,20 @@ impl History {
                 }
                 self.unanswered = tool_calls.clone();
                 self.calls.extend(tool_calls.iter().cloned());
-                self.messages.push(Message::Assistant {
-                    text: text.clone(),
-                    tool_calls: tool_calls
-                        .iter()
-                        .map(|c| ToolCall {
-                            id: c.id.clone(),
-                            name: c.name.clone(),
-                            arguments: c.arguments.clone(),
-                        })
-                        .collect(),
-                });
+                self.push(
+                    Message::Assistant {
+                        text: text.clone(),
+                        tool_calls: tool_calls
+                            .iter()
+                            .map(|c| ToolCall {
+                                id: c.id.clone(),
+                                name: c.name.clone(),
+                                arguments: c.arguments.clone(),
+                            })
+                            .collect(),
+                    },
+                    Kind::Assistant,
+                );
             }
             EventBody::ToolCall {
                 call_id,
@@ -204,15 +235,22 @@ impl History {
                         progress: *progress,
                     });
                 }
-                self.messages.push(Message::ToolResult {
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    content: output.clone(),
-                    is_error: *status != ToolStatus::Ok,
-                });
+                self.push(
+                    Message::ToolResult {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        content: output.clone(),
+                        is_error: *status != ToolStatus::Ok,
+                    },
+                    Kind::Result,
+                );
                 if self.unanswered.is_empty() {
-                    for text in std::mem::take(&mut self.deferred) {
+                    for (text, seq) in std::mem::take(&mut self.deferred) {
                         self.messages.push(Message::User { text });
+                        self.meta.push(Meta {
+                            kind: Kind::Person,
+                            seq,
+                        });
                     }
                 }
             }
@@ -246,6 +284,9 @@ impl History {
                 }
             }
             EventBody::SubagentSpawned { task, .. } => self.subagents.push(task.clone()),
+            EventBody::Summary { upto_seq, text } => {
+                self.summary = Some((*upto_seq, text.clone()));
+            }
             EventBody::AgentCreated { .. }
             | EventBody::AgentDeleted {}
             | EventBody::AgentUpdated { .. }
@@ -258,7 +299,10 @@ impl History {
             | EventBody::SchedulePaused { .. }
             | EventBody::ScheduleResumed { .. }
             | EventBody::ScheduleFired { .. }
-            | EventBody::ScheduleSkipped { .. } => {}
+            | EventBody::ScheduleSkipped { .. }
+            | EventBody::ModelUsage { .. }
+            | EventBody::Deliverables { .. }
+            | EventBody::ConversationCleared {} => {}
         }
     }
 }

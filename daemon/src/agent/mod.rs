@@ -14,6 +14,7 @@
 //! runtime's side of `tools::task::TaskScope`.
 
 mod batch;
+mod files;
 pub mod fuse;
 pub mod history;
 mod person;
@@ -22,6 +23,7 @@ mod revival;
 pub mod schedules;
 mod scope;
 mod turn;
+mod window;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -39,6 +41,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::config::Config;
+pub use files::FileError;
 pub use person::{Delivered, MessageError};
 
 use crate::store::{AgentRow, LEASE_RENEW_MS, Store, StoreError, TaskRow};

@@ -27,6 +27,7 @@ current state before acting again; never assume it did or did not happen.";
 pub fn system(
     instructions: &str,
     workspace: &str,
+    prior: Option<&str>,
     plan: &[PlanStep],
     running: &[CommandInfo],
 ) -> String {
@@ -34,6 +35,9 @@ pub fn system(
     let _ = write!(prompt, "\n\nWorkspace: {workspace}");
     if !instructions.trim().is_empty() {
         let _ = write!(prompt, "\n\n# Your instructions\n{}", instructions.trim());
+    }
+    if let Some(prior) = prior {
+        let _ = write!(prompt, "\n\n# Earlier conversation\n{prior}");
     }
     prompt.push_str("\n\n# Runtime context\n");
     if plan.is_empty() {

@@ -13,7 +13,7 @@ use super::Runtime;
 use super::history::History;
 use crate::store::{StoreError, TaskRow};
 use crate::tools::Registry;
-use crate::tools::task::{Memory, ScopeError, SubagentView, TaskScope};
+use crate::tools::task::{Conversation, Memory, ScopeError, SubagentView, TaskScope};
 
 /// Subagents of one task running at once; more are refused (the model can wait for one).
 pub const MAX_LIVE_SUBAGENTS: usize = 4;
@@ -85,6 +85,10 @@ impl TaskScope for Scope {
 
     fn memory(&self) -> Memory {
         Memory::new(self.rt.store.clone(), self.task.agent_id)
+    }
+
+    fn conversation(&self) -> Conversation {
+        Conversation::new(self.rt.store.clone(), self.task.agent_id)
     }
 
     fn grantable(&self, name: &str) -> bool {

@@ -26,6 +26,7 @@ use super::fuse::LoopGuard;
 use super::history::{GuardInput, History};
 use super::prompt;
 use super::scope::Scope;
+use super::window::Window;
 use crate::providers::{ModelReply, ModelRequest, Provider, ProviderError, ToolDef};
 use crate::store::{StoreError, TaskRow};
 use crate::tools::{Registry, TaskTools};
@@ -73,6 +74,7 @@ pub(super) async fn run(
         asked_person: false,
         steered,
         known_background: HashSet::new(),
+        round_tokens: Vec::new(),
     };
     match turn.drive().await {
         Ok(Ending::WaitForHuman) => {
@@ -115,6 +117,8 @@ pub(super) struct Turn {
     pub(super) steered: Arc<AtomicBool>,
     /// Background commands already recorded (`command_started`).
     pub(super) known_background: HashSet<String>,
+    /// Tokens each model round of this drive used (for the fuses' messages).
+    pub(super) round_tokens: Vec<u64>,
 }
 
 /// How a drive ends.
@@ -205,6 +209,9 @@ impl Turn {
             }
         };
 
+        let tools = self.tool_defs();
+        let mut window = Window::new(&provider, &tools);
+        self.load_prior(&mut window, &provider, &history).await?;
         let (budget, budget_name) = if self.task.parent_id.is_some() {
             (
                 self.rt.config.subagent_max_rounds,
@@ -236,21 +243,32 @@ impl Turn {
                 ));
             }
             let running = self.rt.commands.running_for_task(&self.task.id);
+            let system = prompt::system(
+                &self.task.instructions,
+                &workspace.display().to_string(),
+                window.prior.as_deref(),
+                &history.plan,
+                &running,
+            );
+            let built = match window.fit(&history, &system) {
+                Ok(built) => built,
+                Err(too_big) => return Ok((Verdict::Failed, too_big.to_string())),
+            };
+            self.maybe_summarize(&mut window, &provider, &history, &built);
             let request = ModelRequest {
-                system: prompt::system(
-                    &self.task.instructions,
-                    &workspace.display().to_string(),
-                    &history.plan,
-                    &running,
-                ),
-                messages: history.messages.clone(),
-                tools: self.tool_defs(),
+                system,
+                messages: built.messages,
+                tools: tools.clone(),
             };
             let reply = match self.ask_model(&provider, &request).await? {
                 Ok(reply) => reply,
                 Err(ProviderError::Cancelled) => return Ok(self.cancelled()),
                 Err(error) => return Ok((Verdict::Failed, error.to_string())),
             };
+            let spent = self
+                .record_usage(&window, &provider, built.tokens, &reply)
+                .await?;
+            self.round_tokens.push(spent);
             // Some servers number calls per reply (call_0, call_1, ...): an id already used in
             // this task is renamed, so every call has its own result and checkpoint.
             let mut calls: Vec<ToolCallRecord> = Vec::with_capacity(reply.tool_calls.len());
@@ -302,8 +320,7 @@ impl Turn {
             .task_history_after(&self.task.id, history.last_seq)
             .await?;
         for (seq, body) in &events {
-            history.apply(body);
-            history.last_seq = *seq;
+            history.apply_at(*seq, body);
         }
         Ok(())
     }

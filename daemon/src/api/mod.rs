@@ -59,6 +59,12 @@ fn api(state: AppState) -> Router {
             post(routes::tasks::continue_task),
         )
         .route("/api/tasks/{id}/events", get(routes::tasks::events))
+        .route("/api/tasks/{id}/files", get(routes::files::list))
+        .route(
+            "/api/tasks/{id}/files/{*path}",
+            get(routes::files::download),
+        )
+        .route("/api/agents/{name}/clear", post(routes::agents::clear))
         .route(
             "/api/agents/{name}/schedules",
             post(routes::schedules::create),

@@ -217,11 +217,13 @@ impl Reader {
                     let index = json.get("index").and_then(Value::as_u64);
                     self.delta(index, json.get("delta"), on_text);
                 }
+                "message_start" => self.note_usage(json.pointer("/message/usage")),
                 "message_delta" => {
                     if let Some(reason) = json.pointer("/delta/stop_reason").and_then(Value::as_str)
                     {
                         self.assembly.finish_reason = Some(reason.to_owned());
                     }
+                    self.note_usage(json.get("usage"));
                 }
                 "message_stop" => {
                     self.assembly.terminated = true;
@@ -257,8 +259,34 @@ impl Reader {
         if let Some(reason) = json.get("stop_reason").and_then(Value::as_str) {
             self.assembly.finish_reason = Some(reason.to_owned());
         }
+        self.note_usage(json.get("usage"));
         self.assembly.terminated = true;
         Ok(())
+    }
+
+    /// `usage` from `message_start` (input, cache reads and writes, output so far) and from
+    /// `message_delta` (the output count, cumulative): the later figures win, field by field.
+    fn note_usage(&mut self, usage: Option<&Value>) {
+        let Some(usage) = usage.filter(|u| u.is_object()) else {
+            return;
+        };
+        let field = |name: &str| usage.get(name).and_then(Value::as_u64);
+        let mut total = self.assembly.usage.unwrap_or_default();
+        let (plain, read, written) = (
+            field("input_tokens"),
+            field("cache_read_input_tokens"),
+            field("cache_creation_input_tokens"),
+        );
+        if plain.is_some() || read.is_some() || written.is_some() {
+            // Anthropic's input_tokens excludes the cached part; ours includes it.
+            let read = read.unwrap_or(0);
+            total.input = plain.unwrap_or(0) + read + written.unwrap_or(0);
+            total.cached = read;
+        }
+        if let Some(output) = field("output_tokens") {
+            total.output = output;
+        }
+        self.assembly.usage = Some(total);
     }
 
     fn start_block(

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::retry::AttemptError;
-use super::{ModelReply, Provider, ToolCall};
+use super::{ModelReply, Provider, TokenUsage, ToolCall};
 
 /// One tool call as its fragments arrived.
 #[derive(Debug, Default)]
@@ -37,6 +37,8 @@ pub(super) struct Assembly {
     pub finish_reason: Option<String>,
     /// The stream's own terminator arrived.
     pub terminated: bool,
+    /// The provider's count of the request's tokens, when it sent one.
+    pub usage: Option<TokenUsage>,
 }
 
 impl Assembly {
@@ -94,6 +96,7 @@ impl Assembly {
             text: self.text,
             tool_calls,
             finish_reason: self.finish_reason,
+            usage: self.usage,
         })
     }
 }

@@ -43,6 +43,8 @@ pub struct ProviderConfig {
     /// The API key itself (read from the env var the config names). `None` for local servers.
     pub api_key: Option<String>,
     pub model: String,
+    /// The model's context window, in tokens: every request is built to fit it.
+    pub context_tokens: u64,
     pub retry: RetryPolicy,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
@@ -136,6 +138,18 @@ pub struct ModelReply {
     pub tool_calls: Vec<ToolCall>,
     /// `stop`, `tool_calls`, `length`, `end_turn`, `tool_use`, ... as the provider said it.
     pub finish_reason: Option<String>,
+    /// What the request cost, when the provider said so.
+    pub usage: Option<TokenUsage>,
+}
+
+/// A request's tokens as the provider reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenUsage {
+    /// Every input token, the cached ones included.
+    pub input: u64,
+    /// The part of `input` served from the provider's prompt cache.
+    pub cached: u64,
+    pub output: u64,
 }
 
 /// Why a model request failed (after retries).

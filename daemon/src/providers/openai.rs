@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::assemble::{Assembly, PartialCall};
 use super::retry::AttemptError;
 use super::sse::{self, Body, Events};
-use super::{Message, ModelReply, ModelRequest, Provider};
+use super::{Message, ModelReply, ModelRequest, Provider, TokenUsage};
 
 /// One attempt: send, then read the stream (or the JSON body) into a reply.
 pub(super) async fn complete_once(
@@ -74,7 +74,13 @@ fn request_body(model: &str, request: &ModelRequest) -> Value {
             } => json!({ "role": "tool", "tool_call_id": call_id, "content": content }),
         });
     }
-    let mut body = json!({ "model": model, "messages": messages, "stream": true });
+    // `include_usage`: the last chunk carries the request's token counts.
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools
@@ -124,6 +130,9 @@ async fn read_stream(
         if let Some(error) = in_body_error(provider, &chunk) {
             return Err(error);
         }
+        if let Some(usage) = usage_of(&chunk) {
+            assembly.usage = Some(usage);
+        }
         let Some(choice) = first_choice(&chunk) else {
             continue; // usage-only chunk
         };
@@ -168,6 +177,7 @@ fn read_whole(
     };
     note_finish(assembly, choice);
     assembly.terminated = true;
+    assembly.usage = usage_of(json);
     let message = choice.get("message");
     if let Some(text) = message
         .and_then(|message| message.get("content"))
@@ -185,6 +195,17 @@ fn read_whole(
         merge_into(&mut assembly.calls, None, call);
     }
     Ok(())
+}
+
+/// `usage: {prompt_tokens, completion_tokens, prompt_tokens_details: {cached_tokens}}`.
+fn usage_of(chunk: &Value) -> Option<TokenUsage> {
+    let usage = chunk.get("usage").filter(|u| u.is_object())?;
+    let count = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    Some(TokenUsage {
+        input: count("/prompt_tokens"),
+        cached: count("/prompt_tokens_details/cached_tokens"),
+        output: count("/completion_tokens"),
+    })
 }
 
 fn first_choice(chunk: &Value) -> Option<&Value> {

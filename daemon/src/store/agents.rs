@@ -24,6 +24,12 @@ pub struct AgentRow {
     pub task_state: Option<String>,
     pub heartbeat_at_ms: Option<i64>,
     pub lease_expires_at_ms: Option<i64>,
+    /// Sums over all its tasks.
+    pub input_tokens: i64,
+    pub cached_tokens: i64,
+    pub output_tokens: i64,
+    pub usage_estimated: bool,
+    pub cost_microusd: Option<i64>,
 }
 
 impl AgentRow {
@@ -55,6 +61,13 @@ impl AgentRow {
             current_task: self.current_task.clone(),
             heartbeat_at_ms: self.heartbeat_at_ms,
             lease_expires_at_ms: self.lease_expires_at_ms,
+            usage: super::tasks::usage(
+                self.input_tokens,
+                self.cached_tokens,
+                self.output_tokens,
+                self.usage_estimated,
+                self.cost_microusd,
+            ),
         }
     }
 }
@@ -63,8 +76,15 @@ impl AgentRow {
 /// waiting for the person, then the oldest queued one (subagents do not count).
 const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
     a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
-    c.heartbeat_at_ms, c.lease_expires_at_ms \
+    c.heartbeat_at_ms, c.lease_expires_at_ms, \
+    COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
+    COALESCE(u.output_tokens, 0) AS output_tokens, \
+    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
+    LEFT JOIN (SELECT agent_id, SUM(input_tokens) AS input_tokens, \
+        SUM(cached_tokens) AS cached_tokens, SUM(output_tokens) AS output_tokens, \
+        MAX(usage_estimated) AS usage_estimated, SUM(cost_microusd) AS cost_microusd \
+        FROM tasks GROUP BY agent_id) u ON u.agent_id = a.id \
     LEFT JOIN tasks c ON c.id = (SELECT x.id FROM tasks x WHERE x.agent_id = a.id \
         AND x.parent_id IS NULL \
         AND x.state IN ('running', 'recovering', 'waiting_for_human', 'queued') \
@@ -136,6 +156,11 @@ impl Store {
             task_state: None,
             heartbeat_at_ms: None,
             lease_expires_at_ms: None,
+            input_tokens: 0,
+            cached_tokens: 0,
+            output_tokens: 0,
+            usage_estimated: false,
+            cost_microusd: None,
         })
     }
 

@@ -6,6 +6,7 @@
 //! order. Reads use a separate pool and never wait behind a write (WAL).
 
 mod agents;
+pub mod conversation;
 mod events;
 mod memories;
 mod schedules;

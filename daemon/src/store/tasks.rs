@@ -3,7 +3,7 @@
 //! A task's row (state, verdict, final message) is a summary that every state change updates
 //! in the same transaction as the event recording it, so the two never disagree.
 
-use lazyboy_protocol::{EventBody, Task, TaskState, Verdict};
+use lazyboy_protocol::{EventBody, Task, TaskState, Usage, Verdict};
 use sqlx::{Connection, SqliteConnection};
 
 use super::events::{LiveEvent, Target, insert};
@@ -36,9 +36,25 @@ pub struct TaskRow {
     pub tools: Option<String>,
     pub heartbeat_at_ms: Option<i64>,
     pub lease_expires_at_ms: Option<i64>,
+    pub input_tokens: i64,
+    pub cached_tokens: i64,
+    pub output_tokens: i64,
+    pub usage_estimated: bool,
+    pub cost_microusd: Option<i64>,
 }
 
 impl TaskRow {
+    /// Its tokens and cost so far.
+    pub fn usage(&self) -> Usage {
+        usage(
+            self.input_tokens,
+            self.cached_tokens,
+            self.output_tokens,
+            self.usage_estimated,
+            self.cost_microusd,
+        )
+    }
+
     /// The tools a subagent was limited to, if any.
     pub fn allowed_tools(&self) -> Option<Vec<String>> {
         self.tools
@@ -62,6 +78,7 @@ impl TaskRow {
 
 impl From<TaskRow> for Task {
     fn from(row: TaskRow) -> Task {
+        let usage = row.usage();
         Task {
             state: row.state(),
             verdict: row
@@ -79,14 +96,29 @@ impl From<TaskRow> for Task {
             parent: row.parent_id,
             heartbeat_at_ms: row.heartbeat_at_ms,
             lease_expires_at_ms: row.lease_expires_at_ms,
+            usage,
         }
+    }
+}
+
+/// Usage from summed columns (SQLite sums are `i64`; counts are never negative).
+pub fn usage(input: i64, cached: i64, output: i64, estimated: bool, cost: Option<i64>) -> Usage {
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Usage {
+        input_tokens: count(input),
+        cached_tokens: count(cached),
+        output_tokens: count(output),
+        estimated,
+        cost_microusd: cost.map(count),
     }
 }
 
 const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, a.model, \
                            t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
                            t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, \
-                           t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms \
+                           t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms, \
+                           t.input_tokens, t.cached_tokens, t.output_tokens, \
+                           t.usage_estimated, t.cost_microusd \
                            FROM tasks t JOIN agents a ON a.id = t.agent_id";
 
 fn verdict_str(verdict: Verdict) -> String {
@@ -160,6 +192,11 @@ impl Store {
             tools: None,
             heartbeat_at_ms: None,
             lease_expires_at_ms: None,
+            input_tokens: 0,
+            cached_tokens: 0,
+            output_tokens: 0,
+            usage_estimated: false,
+            cost_microusd: None,
         };
         insert_task_row(tx, row).await
     }
@@ -185,6 +222,11 @@ impl Store {
             tools: tools.map(|t| serde_json::Value::from(t.to_vec()).to_string()),
             heartbeat_at_ms: None,
             lease_expires_at_ms: None,
+            input_tokens: 0,
+            cached_tokens: 0,
+            output_tokens: 0,
+            usage_estimated: false,
+            cost_microusd: None,
             ..parent.clone()
         };
         let (row, created) = insert_task_row(&mut tx, row).await?;
@@ -197,6 +239,48 @@ impl Store {
         self.inner.bus.publish(created);
         self.inner.bus.publish(noted);
         Ok(row)
+    }
+
+    /// Records one model request's usage: the `model_usage` event and the task's sums, in one
+    /// transaction. `cost_microusd` where the model is priced.
+    pub async fn record_usage(
+        &self,
+        task: &TaskRow,
+        usage: &EventBody,
+        cost_microusd: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let EventBody::ModelUsage {
+            input_tokens,
+            cached_tokens,
+            output_tokens,
+            estimated,
+            ..
+        } = usage
+        else {
+            return Ok(());
+        };
+        let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let mut writer = self.inner.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        sqlx::query(
+            "UPDATE tasks SET input_tokens = input_tokens + ?1, cached_tokens = cached_tokens + ?2, \
+             output_tokens = output_tokens + ?3, usage_estimated = usage_estimated OR ?4, \
+             cost_microusd = CASE WHEN ?5 IS NULL THEN cost_microusd \
+             ELSE COALESCE(cost_microusd, 0) + ?5 END \
+             WHERE id = ?6",
+        )
+        .bind(as_i64(*input_tokens))
+        .bind(as_i64(*cached_tokens))
+        .bind(as_i64(*output_tokens))
+        .bind(*estimated)
+        .bind(cost_microusd.map(as_i64))
+        .bind(&task.id)
+        .execute(&mut *tx)
+        .await?;
+        let event = insert(&mut tx, &task.target(), usage).await?;
+        tx.commit().await?;
+        self.inner.bus.publish(event);
+        Ok(())
     }
 
     /// The subagents of `parent`, oldest first.

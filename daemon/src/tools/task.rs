@@ -10,6 +10,7 @@
 use futures_util::future::BoxFuture;
 use lazyboy_protocol::{EventBody, PlanStep};
 
+use crate::store::conversation::{Line, Query};
 use crate::store::{Store, StoreError};
 
 /// A refusal or failure the model is told about (the turn goes on).
@@ -48,6 +49,8 @@ pub trait TaskScope: Send + Sync {
     fn live_subagents(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
     /// The agent's private memory.
     fn memory(&self) -> Memory;
+    /// The agent's conversation across its tasks.
+    fn conversation(&self) -> Conversation;
     /// Whether this task could hand the tool `name` to a subagent.
     fn grantable(&self, name: &str) -> bool;
     /// Starts a subagent on `objective` (limited to `tools` when given); its id.
@@ -95,5 +98,28 @@ impl Memory {
 
     pub async fn forget(&self, key: &str) -> Result<bool, StoreError> {
         self.store.memory_forget(self.agent_id, key).await
+    }
+}
+
+/// One agent's conversation across its tasks (and any event of its by seq): every statement
+/// names the agent.
+#[derive(Clone)]
+pub struct Conversation {
+    store: Store,
+    agent_id: i64,
+}
+
+impl Conversation {
+    pub fn new(store: Store, agent_id: i64) -> Conversation {
+        Conversation { store, agent_id }
+    }
+
+    pub async fn search(&self, query: &Query) -> Result<Vec<Line>, StoreError> {
+        self.store.search_conversation(self.agent_id, query).await
+    }
+
+    /// One of the agent's events, whole: its kind and data.
+    pub async fn event(&self, seq: i64) -> Result<Option<(String, serde_json::Value)>, StoreError> {
+        self.store.agent_event(self.agent_id, seq).await
     }
 }

@@ -63,19 +63,34 @@ pub(super) fn render(reply: &Reply, request: &CapturedRequest) -> Response {
         }
         ReplyBody::Answer { text, calls } => (text.as_str(), calls.as_slice()),
     };
+    let usage = match reply.usage {
+        Some(usage) => usage,
+        None => Some((
+            (request.body.to_string().len() / 4) as u64,
+            0,
+            ((text.len() + calls.iter().map(|c| c.arguments.len()).sum::<usize>()) / 4 + 1) as u64,
+        )),
+    };
     if reply.non_streaming || !request.stream {
-        let body = match wire {
+        let mut body = match wire {
             Wire::OpenAi => openai_whole(text, calls, &request.model),
             Wire::Anthropic => anthropic_whole(text, calls, &request.model),
         };
+        match (wire, usage) {
+            (_, None) => {
+                body.as_object_mut().unwrap().remove("usage");
+            }
+            (Wire::OpenAi, Some(u)) => body["usage"] = openai_usage(u),
+            (Wire::Anthropic, Some(u)) => body["usage"] = anthropic_usage(u),
+        }
         return Response::builder()
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(body.to_string()))
             .unwrap();
     }
     let frames = match wire {
-        Wire::OpenAi => openai_frames(reply, text, calls, &request.model),
-        Wire::Anthropic => anthropic_frames(reply, text, calls, &request.model),
+        Wire::OpenAi => openai_frames(reply, text, calls, &request.model, usage),
+        Wire::Anthropic => anthropic_frames(reply, text, calls, &request.model, usage),
     };
     stream_response(reply, frames)
 }
@@ -134,7 +149,25 @@ fn finish_reason(wire: Wire, calls: &[MockCall]) -> &'static str {
     }
 }
 
-fn openai_frames(reply: &Reply, text: &str, calls: &[MockCall], model: &str) -> Vec<String> {
+type Usage = Option<(u64, u64, u64)>;
+
+fn openai_usage((input, cached, output): (u64, u64, u64)) -> Value {
+    json!({"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output,
+        "prompt_tokens_details": {"cached_tokens": cached}})
+}
+
+fn anthropic_usage((input, cached, output): (u64, u64, u64)) -> Value {
+    json!({"input_tokens": input - cached, "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": 0, "output_tokens": output})
+}
+
+fn openai_frames(
+    reply: &Reply,
+    text: &str,
+    calls: &[MockCall],
+    model: &str,
+    usage: Usage,
+) -> Vec<String> {
     let nulls = reply.explicit_nulls;
     let chunk = |delta: Value, finish: Option<&str>| {
         let mut choice = json!({"index": 0, "delta": delta});
@@ -201,8 +234,10 @@ fn openai_frames(reply: &Reply, text: &str, calls: &[MockCall], model: &str) -> 
     };
     frames.push(chunk(last, Some(finish_reason(Wire::OpenAi, calls))));
     // The usage-only chunk servers send with `stream_options.include_usage`.
-    let usage = json!({"id": "chatcmpl-mock", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
-    frames.push(format!("data: {usage}\n\n"));
+    if let Some(usage) = usage {
+        let usage = json!({"id": "chatcmpl-mock", "choices": [], "usage": openai_usage(usage)});
+        frames.push(format!("data: {usage}\n\n"));
+    }
     if !reply.no_terminator {
         frames.push("data: [DONE]\n\n".to_owned());
     }
@@ -216,15 +251,27 @@ fn anthropic_event(data: Value) -> String {
     )
 }
 
-fn anthropic_start(model: &str) -> String {
-    anthropic_event(json!({"type": "message_start", "message": {
+fn anthropic_start(model: &str, usage: Usage) -> String {
+    let mut message = json!({
         "id": "msg_mock", "type": "message", "role": "assistant", "content": [], "model": model,
-        "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}}))
+        "stop_reason": null, "stop_sequence": null});
+    if let Some(usage) = usage {
+        let mut start = anthropic_usage(usage);
+        start["output_tokens"] = json!(1);
+        message["usage"] = start;
+    }
+    anthropic_event(json!({"type": "message_start", "message": message}))
 }
 
-fn anthropic_frames(reply: &Reply, text: &str, calls: &[MockCall], model: &str) -> Vec<String> {
+fn anthropic_frames(
+    reply: &Reply,
+    text: &str,
+    calls: &[MockCall],
+    model: &str,
+    usage: Usage,
+) -> Vec<String> {
     let mut frames = vec![
-        anthropic_start(model),
+        anthropic_start(model, usage),
         anthropic_event(json!({"type": "ping"})),
     ];
     let mut index = 0;
@@ -251,8 +298,12 @@ fn anthropic_frames(reply: &Reply, text: &str, calls: &[MockCall], model: &str) 
         ));
         index += 1;
     }
-    frames.push(anthropic_event(json!({"type": "message_delta",
-        "delta": {"stop_reason": finish_reason(Wire::Anthropic, calls), "stop_sequence": null}, "usage": {"output_tokens": 1}})));
+    let mut delta = json!({"type": "message_delta",
+        "delta": {"stop_reason": finish_reason(Wire::Anthropic, calls), "stop_sequence": null}});
+    if let Some((_, _, output)) = usage {
+        delta["usage"] = json!({"output_tokens": output});
+    }
+    frames.push(anthropic_event(delta));
     if !reply.no_terminator {
         frames.push(anthropic_event(json!({"type": "message_stop"})));
     }
@@ -266,7 +317,7 @@ fn stream_error_frames(wire: Wire, model: &str, message: &str) -> Vec<String> {
             json!({"error": {"message": message, "type": "server_error"}})
         )],
         Wire::Anthropic => vec![
-            anthropic_start(model),
+            anthropic_start(model, None),
             anthropic_event(
                 json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
             ),

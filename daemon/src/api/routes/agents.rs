@@ -6,7 +6,10 @@ use std::path::Path;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use lazyboy_protocol::{Agent, AgentList, CreateAgent, UpdateAgent, valid_agent_name};
+use lazyboy_protocol::{
+    Agent, AgentList, CreateAgent, EventBody, MessageAccepted, MessageAction, UpdateAgent,
+    valid_agent_name,
+};
 
 use crate::agent::RemoveError;
 use crate::api::AppState;
@@ -101,6 +104,28 @@ pub async fn delete(
         )),
         Err(RemoveError::Store(error)) => Err(error.into()),
     }
+}
+
+/// `POST /api/agents/{name}/clear`: the agent's conversation starts a new generation (what
+/// came before stays in the log, out of later requests and summaries).
+pub async fn clear(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<(StatusCode, Json<MessageAccepted>), ApiError> {
+    let (thread, event) = state
+        .store
+        .append_to_agent(&name, &EventBody::ConversationCleared {})
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(MessageAccepted {
+            thread,
+            seq: event.seq,
+            task: None,
+            steered: false,
+            action: MessageAction::Noted,
+        }),
+    ))
 }
 
 fn check_workspace(dir: &str) -> Result<(), ApiError> {

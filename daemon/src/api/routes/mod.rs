@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod daemon;
 pub mod events;
+pub mod files;
 pub mod health;
 pub mod messages;
 pub mod schedules;

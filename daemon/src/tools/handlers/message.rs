@@ -1,4 +1,5 @@
-//! `send_message` {text}: the only voice the person hears. Control.
+//! `send_message` {text}: the only voice the person hears; `report_progress` {text}: the
+//! same, saying the work goes on (the turn continues either way). Control.
 
 use futures_util::future::BoxFuture;
 use lazyboy_protocol::EventBody;
@@ -47,6 +48,43 @@ impl ToolHandler for SendMessage {
                 .record(EventBody::AgentMessage { text: args.text })
                 .await?;
             Ok(Handled::Output(ToolOutput::ok("sent")))
+        })
+    }
+}
+
+pub struct ReportProgress;
+
+impl ToolHandler for ReportProgress {
+    fn name(&self) -> &str {
+        "report_progress"
+    }
+
+    fn description(&self) -> &str {
+        "Tell the person how the work is going while it goes on (what is done, what comes \
+         next). Shown to them as a message; your turn continues. Use it at milestones of long \
+         work, not for every step."
+    }
+
+    fn parameters(&self) -> Value {
+        schema(json!({"text": {"type": "string"}}), &["text"])
+    }
+
+    fn effect(&self, _args: &Value) -> Effect {
+        Effect::Control
+    }
+
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            let args: Args = parse(self, args)?;
+            if args.text.trim().is_empty() {
+                return Err(respond("report_progress needs a non-empty text"));
+            }
+            ctx.scope
+                .record(EventBody::AgentMessage { text: args.text })
+                .await?;
+            Ok(Handled::Output(ToolOutput::ok(
+                "shown to the person; carry on",
+            )))
         })
     }
 }

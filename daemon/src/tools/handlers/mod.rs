@@ -6,6 +6,7 @@
 
 pub mod ask;
 mod await_command;
+mod conversation;
 mod edit_file;
 mod exec_command;
 mod kill_command;
@@ -46,6 +47,7 @@ pub fn all() -> Vec<Arc<dyn ToolHandler>> {
         // The task itself.
         Arc::new(plan::UpdatePlan),
         Arc::new(message::SendMessage),
+        Arc::new(message::ReportProgress),
         Arc::new(report::ReportDone),
         Arc::new(report::ReportBlocked),
         // The person.
@@ -55,6 +57,7 @@ pub fn all() -> Vec<Arc<dyn ToolHandler>> {
         Arc::new(memory::MemoryWrite),
         Arc::new(memory::MemorySearch),
         Arc::new(memory::MemoryForget),
+        Arc::new(conversation::ReadConversation),
         // Subagents.
         Arc::new(subagents::Spawn),
         Arc::new(subagents::Check),
@@ -167,7 +170,7 @@ pub(crate) mod testing {
     use tokio_util::sync::CancellationToken;
 
     use crate::store::{Store, StoreError};
-    use crate::tools::task::{Memory, ScopeError, SubagentView, TaskScope};
+    use crate::tools::task::{Conversation, Memory, ScopeError, SubagentView, TaskScope};
     use crate::tools::{CommandRegistry, Handled, ToolContext, ToolHandler, ToolOutput, exec};
 
     /// A task scope that keeps what tools record in memory (no store, no subagents).
@@ -215,6 +218,9 @@ pub(crate) mod testing {
         }
         fn memory(&self) -> Memory {
             Memory::new(self.store.clone().unwrap(), self.agent_id)
+        }
+        fn conversation(&self) -> Conversation {
+            Conversation::new(self.store.clone().unwrap(), self.agent_id)
         }
         fn grantable(&self, _name: &str) -> bool {
             true
@@ -305,7 +311,7 @@ mod tests {
     #[test]
     fn every_tool_has_a_closed_object_schema_and_a_description() {
         let tools = all();
-        assert_eq!(tools.len(), 22);
+        assert_eq!(tools.len(), 24);
         for tool in tools {
             let schema = tool.parameters();
             assert_eq!(schema["type"], "object", "{}", tool.name());

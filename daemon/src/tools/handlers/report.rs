@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use futures_util::future::BoxFuture;
-use lazyboy_protocol::{PlanStep, StepStatus, Verdict};
+use lazyboy_protocol::{Deliverable, EventBody, PlanStep, StepStatus, Verdict};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -82,7 +82,10 @@ impl ToolHandler for ReportDone {
             }
             let plan = ctx.scope.plan().await?;
             let running = ctx.scope.running_commands();
-            check_done(&report, &plan, &running, &ctx.workspace).map_err(respond)?;
+            let files = check_done(&report, &plan, &running, &ctx.workspace).map_err(respond)?;
+            if !files.is_empty() {
+                ctx.scope.record(EventBody::Deliverables { files }).await?;
+            }
             let mut message = report.summary.trim().to_owned();
             if !report.files.is_empty() {
                 message.push_str(&format!("\nFiles: {}", report.files.join(", ")));
@@ -143,12 +146,14 @@ impl ToolHandler for ReportBlocked {
 }
 
 /// Checks `report_done` against the task's state; `Err` explains what must happen first.
+/// `Ok` lists the deliverables with their sizes: each a readable regular file inside the
+/// workspace.
 pub fn check_done(
     report: &Done,
     plan: &[PlanStep],
     running_commands: &[String],
     workspace_root: &Path,
-) -> Result<(), String> {
+) -> Result<Vec<Deliverable>, String> {
     let open: Vec<&str> = plan
         .iter()
         .filter(|s| s.status != StepStatus::Completed)
@@ -171,16 +176,37 @@ pub fn check_done(
     if report.summary.trim().is_empty() || report.evidence.trim().is_empty() {
         return Err("report_done refused: give a summary and the evidence you checked".into());
     }
+    let mut files = Vec::with_capacity(report.files.len());
     for file in &report.files {
         let path = workspace::resolve(workspace_root, file)
             .map_err(|e| format!("report_done refused: {e}"))?;
-        if !path.exists() {
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(_) => {
+                return Err(format!(
+                    "report_done refused: the listed file {file} does not exist in the \
+                     workspace; list files you created (paths relative to the workspace)"
+                ));
+            }
+        };
+        if !meta.is_file() {
             return Err(format!(
-                "report_done refused: the listed file {file} does not exist in the workspace"
+                "report_done refused: {file} is not a regular file (a directory?); list the \
+                 files themselves"
             ));
         }
+        if let Err(error) = std::fs::File::open(&path) {
+            return Err(format!(
+                "report_done refused: {file} cannot be read: {error}"
+            ));
+        }
+        let shown = path.strip_prefix(workspace_root).unwrap_or(&path);
+        files.push(Deliverable {
+            path: shown.display().to_string(),
+            size: meta.len(),
+        });
     }
-    Ok(())
+    Ok(files)
 }
 
 #[cfg(test)]
@@ -211,7 +237,25 @@ mod tests {
         let closed = [step("write", Completed), step("verify", Completed)];
         let error = check_done(&report, &closed, &["cmd-1".into()], &root).unwrap_err();
         assert!(error.contains("still running: cmd-1"));
-        assert!(check_done(&report, &closed, &[], &root).is_ok());
+        let files = check_done(&report, &closed, &[], &root).unwrap();
+        assert_eq!(
+            files,
+            [Deliverable {
+                path: "out.txt".into(),
+                size: 1
+            }]
+        );
+        std::fs::create_dir(root.join("dir")).unwrap();
+        let dir = Done {
+            files: vec!["dir".into()],
+            summary: "s".into(),
+            evidence: "e".into(),
+        };
+        assert!(
+            check_done(&dir, &closed, &[], &root)
+                .unwrap_err()
+                .contains("not a regular file")
+        );
         let missing = Done {
             files: vec!["nope.txt".into()],
             ..report
