@@ -380,7 +380,13 @@ async fn loop_fuses_remind_at_two_and_block_at_six() {
     let id = task_of(&stdout);
     let t = task(&daemon, &id).await;
     assert_eq!(t.verdict, Some(Verdict::Blocked));
-    assert!(t.final_message.unwrap().contains("6 times"));
+    let message = t.final_message.unwrap();
+    assert!(message.contains("6 times"), "{message}");
+    // It says what the repetition cost.
+    assert!(
+        message.contains("6 model rounds") && message.contains("tokens"),
+        "{message}"
+    );
     let runs = std::fs::read_to_string(ws.path().join("runs.txt")).unwrap();
     assert_eq!(
         runs.lines().count(),

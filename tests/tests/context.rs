@@ -433,3 +433,25 @@ async fn usage_is_totalled_where_reported_and_estimated_where_not() {
     );
     daemon.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_cannot_fit_fails_saying_so_and_never_reaches_the_model() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with(&config(&mock, 2048), &[]).await;
+    add_agent(&daemon, "small").await;
+    let objective: String = (0..3000).map(|i| format!("item{i} ")).collect();
+    let id = create_task(&daemon, "small", &objective, None).await;
+    let done = wait_task_finished(&daemon, &id).await;
+    assert_eq!(done.verdict, Some(Verdict::Failed));
+    let message = done.final_message.unwrap();
+    assert!(
+        message.contains("context window") && message.contains("context_tokens"),
+        "{message}"
+    );
+    assert_eq!(
+        mock.request_count(),
+        0,
+        "no request the provider would refuse"
+    );
+    daemon.stop();
+}
