@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod mock_model;
 pub mod sse;
+pub mod tasks;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

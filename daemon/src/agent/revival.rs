@@ -56,15 +56,8 @@ impl Turn {
 
     /// The task's subagents that have not ended.
     pub(super) async fn live_subagents(&self) -> Result<Vec<String>, Halt> {
-        Ok(self
-            .rt
-            .store
-            .subagents(&self.task.id)
-            .await?
-            .into_iter()
-            .filter(|c| !c.state().is_final())
-            .map(|c| c.id)
-            .collect())
+        use crate::tools::task::TaskScope;
+        Ok(self.scope.live_subagents().await?)
     }
 
     /// Waits for the task's subagents and commands, then records the revival note.
