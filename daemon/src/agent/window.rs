@@ -40,8 +40,9 @@ previous summary if one is given. Be concise: at most 400 words. Never invent an
 /// The turn's context state.
 pub(super) struct Window {
     pub(super) counter: Arc<Counter>,
-    /// Tokens of each message of the history (same indices), counted once.
+    /// Tokens of each message of the history (same indices), whole and stubbed, counted once.
     tokens: Vec<u64>,
+    stub_tokens: Vec<u64>,
     tools: u64,
     /// The agent's earlier conversation, for the system prompt.
     pub(super) prior: Option<String>,
@@ -58,6 +59,7 @@ impl Window {
             tools: counter.tools(tools),
             counter,
             tokens: Vec::new(),
+            stub_tokens: Vec::new(),
             prior: None,
             context: provider.config().context_tokens,
             pass: None,
@@ -67,14 +69,19 @@ impl Window {
 
     /// The next request's conversation, fitted to the window.
     pub(super) fn fit(&mut self, history: &History, system: &str) -> Result<Built, TooBig> {
-        for message in &history.messages[self.tokens.len()..] {
-            self.tokens.push(self.counter.message(message));
+        let new = self.tokens.len()..history.messages.len();
+        for (message, meta) in history.messages[new.clone()].iter().zip(&history.meta[new]) {
+            let tokens = self.counter.message(message);
+            self.tokens.push(tokens);
+            self.stub_tokens
+                .push(context::stub_tokens(&self.counter, message, *meta, tokens));
         }
         let parts = Parts {
             fixed: self.counter.text(system) + 4 + self.tools,
             messages: &history.messages,
             meta: &history.meta,
             tokens: &self.tokens,
+            stub_tokens: &self.stub_tokens,
             summary: history
                 .summary
                 .as_ref()

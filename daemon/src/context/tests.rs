@@ -58,6 +58,12 @@ fn built(
     context: u64,
 ) -> Result<Built, TooBig> {
     let tokens: Vec<u64> = messages.iter().map(|m| counter.message(m)).collect();
+    let stubs: Vec<u64> = messages
+        .iter()
+        .zip(meta)
+        .zip(&tokens)
+        .map(|((m, meta), t)| stub_tokens(counter, m, *meta, *t))
+        .collect();
     build(
         counter,
         &Parts {
@@ -65,6 +71,7 @@ fn built(
             messages,
             meta,
             tokens: &tokens,
+            stub_tokens: &stubs,
             summary,
             context,
         },
