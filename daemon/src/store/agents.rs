@@ -61,7 +61,7 @@ impl AgentRow {
 
 /// Live agents with the task that says what each is doing: the running one first, then one
 /// waiting for the person, then the oldest queued one (subagents do not count).
-const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
+pub(super) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
     a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
     c.heartbeat_at_ms, c.lease_expires_at_ms \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \

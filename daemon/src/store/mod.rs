@@ -8,6 +8,7 @@
 mod agents;
 mod events;
 mod memories;
+mod projections;
 mod schedules;
 mod tasks;
 
