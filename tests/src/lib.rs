@@ -11,6 +11,7 @@
 )]
 
 pub mod bench;
+pub mod browser;
 pub mod mock_model;
 pub mod sse;
 
@@ -67,6 +68,8 @@ pub struct TestDaemon {
     pub health: Health,
     pub http: reqwest::Client,
     extra_env: Vec<(String, String)>,
+    /// `--listen`: `127.0.0.1:0` unless [`TestDaemon::pin_port`] kept the port.
+    listen: String,
 }
 
 impl TestDaemon {
@@ -109,6 +112,7 @@ impl TestDaemon {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            listen: "127.0.0.1:0".into(),
         };
         daemon.launch().await;
         daemon
@@ -142,7 +146,8 @@ impl TestDaemon {
             .unwrap();
         let mut command = TestDaemon::command(&self.home);
         command
-            .args(["--listen", "127.0.0.1:0"])
+            .arg("--listen")
+            .arg(&self.listen)
             .stdout(stderr.try_clone().unwrap())
             .stderr(stderr);
         for (key, value) in &self.extra_env {
@@ -168,6 +173,13 @@ impl TestDaemon {
             },
         )
         .await;
+    }
+
+    /// Makes a later [`TestDaemon::restart`] listen on the port this daemon has, so a page
+    /// open on it can reconnect.
+    pub fn pin_port(&mut self) {
+        let url = self.health.url.trim_end_matches('/');
+        self.listen = url.trim_start_matches("http://").to_owned();
     }
 
     /// The home directory.

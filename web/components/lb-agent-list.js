@@ -24,7 +24,7 @@ class AgentList extends HTMLElement {
         dot: h('span.dot', { 'aria-hidden': 'true' }),
         name: h('span.name', {}, name),
         state: h('span.state'),
-        badge: h('span.badge', {}, 'waiting for you'),
+        badge: h('span.badge', {}, 'needs you'),
         step: h('span.step'),
         last: h('span.last'),
       };
@@ -49,7 +49,8 @@ class AgentList extends HTMLElement {
       row.badge.hidden = !agent.waiting;
       row.step.textContent = agent.plan_step ? `▸ ${agent.plan_step}` : '';
       row.step.hidden = !agent.plan_step;
-      row.last.textContent = agent.last_message?.text ?? '';
+      // A one-line preview: the Markdown marks would only be noise here.
+      row.last.textContent = (agent.last_message?.text ?? '').replace(/[*_`#>]+/g, '');
       row.last.hidden = !agent.last_message;
       if (store.selected === agent.name) row.button.setAttribute('aria-current', 'true');
       else row.button.removeAttribute('aria-current');

@@ -14,7 +14,7 @@ class Plan extends HTMLElement {
       h('ul.checklist', {}, item.steps.map((s) => h('li', { dataset: { status: s.status } },
         h('span.mark', { 'aria-hidden': 'true' }, MARK[s.status] ?? '○'),
         h('span.visually-hidden', {}, `${SAY[s.status] ?? s.status}: `), s.step))),
-      item.explanation ? h('div.meta', {}, item.explanation) : null);
+      ...(item.explanation ? [h('div.meta', {}, item.explanation)] : []));
   }
 }
 customElements.define('lb-plan', Plan);

@@ -177,5 +177,5 @@ export function liveness(agent, now = store.now()) {
 
 export const STATE_LABELS = {
   alive: 'running', stale: 'no heartbeat', running: 'running', recovering: 'recovering',
-  waiting_for_human: 'waiting for you', queued: 'queued', idle: 'idle',
+  waiting_for_human: 'waiting', queued: 'queued', idle: 'idle',
 };
