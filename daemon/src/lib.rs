@@ -65,7 +65,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             pid: std::process::id(),
             protocol: PROTOCOL_VERSION,
             home: daemon.home.display().to_string(),
-            url: format!("http://{tcp_addr}/"),
+            url: dashboard_url(tcp_addr, false),
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
@@ -106,6 +106,19 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     socket_result?;
     tracing::info!("lazyboyd stopped");
     Ok(())
+}
+
+/// The dashboard's URL on this machine: an all-interfaces listener (`0.0.0.0`, `::`) is
+/// named by its loopback address, which works here; `0.0.0.0` is no address to visit.
+/// `lazyboy daemon start --lan` prints the LAN addresses beside it.
+pub fn dashboard_url(addr: SocketAddr, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    format!("{scheme}://{}/", SocketAddr::new(ip, addr.port()))
 }
 
 /// The agent `lazyboy run` uses when none is named.

@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod browser;
+pub mod history;
 pub mod mock_model;
 pub mod sse;
 
@@ -102,6 +103,11 @@ impl TestDaemon {
 
     /// Starts a daemon on `home` (which may hold an earlier daemon's state).
     pub async fn start_in(home: &Path, env: &[(&str, &str)]) -> TestDaemon {
+        TestDaemon::start_listening(home, "127.0.0.1:0", env).await
+    }
+
+    /// Starts a daemon on `home` whose TCP listener is `--listen <listen>`.
+    pub async fn start_listening(home: &Path, listen: &str, env: &[(&str, &str)]) -> TestDaemon {
         let mut daemon = TestDaemon {
             home: home.to_owned(),
             _owned_home: None,
@@ -112,7 +118,7 @@ impl TestDaemon {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            listen: "127.0.0.1:0".into(),
+            listen: listen.into(),
         };
         daemon.launch().await;
         daemon

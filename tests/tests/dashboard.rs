@@ -193,7 +193,7 @@ async fn person_flow(browser: &Browser, size: Viewport) {
                     ("pending".to_owned(), "Buy apples".to_owned()),
                 ]
             && question.buttons.contains(&"Big market".to_owned()))
-        .then(|| v.width)
+        .then_some(v.width)
     })
     .await;
     assert_eq!(shown, size.width);
