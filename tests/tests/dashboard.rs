@@ -132,7 +132,30 @@ async fn person_flow(browser: &Browser, size: Viewport) {
             json!({"text": format!("going to: {answer}")}),
         )
     });
-    mock.push(Reply::text("done"));
+    mock.push(Reply::tool_call(
+        "k1",
+        "request_takeover",
+        json!({"reason": "login", "instructions": "Log in to the shop"}),
+    ));
+    mock.push(Reply::tool_calls([
+        MockCall::new(
+            "p2",
+            "update_plan",
+            json!({"plan": [{"step": "Pick a shop", "status": "completed"},
+                            {"step": "Buy apples", "status": "completed"}]}),
+        ),
+        MockCall::new(
+            "w1",
+            "write_file",
+            json!({"path": "receipt.txt", "content": "apples x6"}),
+        ),
+    ]));
+    mock.push(Reply::tool_call(
+        "d1",
+        "report_done",
+        json!({"summary": "Bought **apples**", "evidence": "receipt.txt written",
+               "files": ["receipt.txt"]}),
+    ));
     // The second task's model call hangs until the person stops it.
     mock.push(Reply::text("never seen").delay(Duration::from_secs(120)));
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
@@ -223,23 +246,69 @@ async fn person_flow(browser: &Browser, size: Viewport) {
              //button[normalize-space()='Big market']",
         )
         .await;
-    let done = wait_task_finished(&daemon, &first).await;
-    assert_eq!(done.verdict, Some(Verdict::Answer));
+    wait_view(
+        browser,
+        "the answer, the reply and the takeover card",
+        |v| {
+            (v.agent_bubbles
+                .contains(&"going to: The person answered: Big market".to_owned())
+                && v.questions
+                    .iter()
+                    .any(|q| q.answered.as_deref() == Some("Answered: Big market"))
+                && v.questions.iter().any(|q| {
+                    q.label == "Log in to the shop"
+                        && q.buttons
+                            .starts_with(&["Open the computer".into(), "Done".into()])
+                }))
+            .then_some(())
+        },
+    )
+    .await;
     assert_eq!(
         mock.requests()[3].tool_result_for("q1"),
         Some("The person answered: Big market")
     );
-    wait_view(browser, "the answer and the reply", |v| {
-        (v.agent_bubbles
-            .contains(&"going to: The person answered: Big market".to_owned())
-            && v.questions
-                .iter()
-                .any(|q| q.answered.as_deref() == Some("Answered: Big market"))
-            && v.verdicts.iter().any(|t| t.starts_with("Answered")))
-        .then_some(())
-    })
-    .await;
-
+    // The takeover card opens the computer panel (no box here: it says so), and "Done"
+    // hands the task back.
+    browser
+        .click("//*[@role='log']//button[normalize-space()='Open the computer']")
+        .await;
+    browser
+        .wait_js(
+            "the computer panel",
+            "const d = document.querySelector('dialog.computer');
+             return d.open && d.textContent.includes('No computer')",
+        )
+        .await;
+    browser
+        .click("//dialog[contains(@class,'computer')]//button[normalize-space()='Close']")
+        .await;
+    browser
+        .click(
+            "//*[@role='log']//*[@role='group'][.//p[normalize-space()='Log in to the shop']]\
+             //button[normalize-space()='Done']",
+        )
+        .await;
+    let done = wait_task_finished(&daemon, &first).await;
+    assert_eq!(done.verdict, Some(Verdict::Done), "{done:?}");
+    assert_eq!(
+        mock.requests()[5].tool_result_for("k1"),
+        Some("The person answered: Done")
+    );
+    // The verdict carries the report and a download link for its file.
+    let href = format!("/api/tasks/{first}/files/receipt.txt");
+    let report = browser
+        .wait_js(
+            "the completion report",
+            &format!(
+                "const v = [...document.querySelectorAll('[role=log] lb-verdict.done')].pop();
+                 const a = v && v.querySelector('a[download]');
+                 return a && a.getAttribute('href') === {href:?}
+                   ? v.querySelector('.markdown strong')?.textContent : null"
+            ),
+        )
+        .await;
+    assert_eq!(report, "apples");
     // A second message starts a task whose model call hangs; Stop ends it cancelled.
     browser
         .type_into("//textarea[@aria-label='Message']", "wait here")
@@ -262,7 +331,7 @@ async fn person_flow(browser: &Browser, size: Viewport) {
         },
     )
     .await;
-    mock.wait_for_requests(6).await;
+    mock.wait_for_requests(8).await;
     browser
         .click("//lb-agent-view//button[normalize-space()='Stop']")
         .await;
@@ -286,7 +355,7 @@ async fn person_flow(browser: &Browser, size: Viewport) {
              return states.join(',') === 'cancelled,done'",
         )
         .await;
-    assert_eq!(mock.request_count(), 6);
+    assert_eq!(mock.request_count(), 8);
     mock.assert_clean();
     daemon.stop();
 }
