@@ -29,6 +29,13 @@ struct Args {
     /// Leave the terminal's session (used by `lazyboy daemon start`).
     #[arg(long)]
     detach: bool,
+    /// Serve the dashboard over HTTPS with this PEM certificate chain (and --tls-key): a
+    /// phone's browser allows the service worker and notifications only over HTTPS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// Runs the daemon with the process's arguments.
@@ -77,6 +84,11 @@ fn start(args: Args) -> anyhow::Result<()> {
         }
     };
 
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::api::tls::load(cert, key)?),
+        _ => None,
+    };
+
     let config = crate::config::Config::load(&home)?;
     crate::tools::set_secret_env(
         config
@@ -106,6 +118,7 @@ fn start(args: Args) -> anyhow::Result<()> {
             socket,
             tcp,
             guard,
+            tls,
         };
         let result = crate::run(daemon, shutdown).await;
         // The socket file goes with us; the lock is released last.

@@ -353,6 +353,7 @@ fn empty_health() -> Health {
         protocol: 0,
         home: String::new(),
         url: String::new(),
+        lan_urls: Vec::new(),
     }
 }
 

@@ -12,9 +12,39 @@ use crate::daemon_proc;
 
 pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow::Result<i32> {
     match command {
-        DaemonCommand::Start => {
-            let health = daemon_proc::ensure_running(client).await?;
+        DaemonCommand::Start(reach) => {
+            let mut args = crate::reach::tls_args(&reach)?;
+            let token = if reach.lan {
+                let listen = crate::reach::lan_listen()?.to_string();
+                args.splice(0..0, ["--listen".to_owned(), listen]);
+                Some(token(client, false)?)
+            } else {
+                None
+            };
+            let health = match client.get::<Health>("/api/health").await {
+                Ok(_) => {
+                    let health = daemon_proc::health(client).await?;
+                    let want_tls = reach.tls_cert.is_some();
+                    if (reach.lan && health.lan_urls.is_empty())
+                        || (want_tls && !health.url.starts_with("https://"))
+                    {
+                        anyhow::bail!(
+                            "lazyboyd is already running (pid {}) at {}: stop it first                              (`lazyboy daemon stop`) to start it with --lan or HTTPS",
+                            health.pid,
+                            health.url
+                        );
+                    }
+                    health
+                }
+                Err(ClientError::NotRunning { .. }) => {
+                    daemon_proc::start_with(client, &args).await?
+                }
+                Err(other) => return Err(other.into()),
+            };
             print_health(&health, json)?;
+            if let (Some(token), false) = (token, json) {
+                crate::reach::print_lan(&health, &token)?;
+            }
         }
         DaemonCommand::Stop => match daemon_proc::stop(client).await? {
             Some(health) => println!("lazyboyd (pid {}) stopped", health.pid),
@@ -43,12 +73,15 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
             "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}",
             health.version, health.pid, health.home, health.url
         );
+        for url in &health.lan_urls {
+            println!("lan:       {url}");
+        }
     }
     Ok(())
 }
 
 /// Reads `<home>/token`, writing a new random one (mode 0600) if absent or when rotating.
-fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
+pub(crate) fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
     let path = client.home().join(paths::TOKEN);
     if !rotate
         && let Ok(existing) = std::fs::read_to_string(&path)

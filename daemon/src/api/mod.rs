@@ -5,8 +5,10 @@
 pub mod assets;
 pub mod error;
 pub mod guard;
+pub mod lan;
 pub mod listeners;
 mod routes;
+pub mod tls;
 
 use std::sync::Arc;
 
