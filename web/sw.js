@@ -4,7 +4,8 @@
 // cached: they always go to the network.
 
 const SHELL = "{{shell}}";
-const CACHE = `lazyboy-${SHELL.length}-${SHELL.map((u) => u.split('?v=')[1] ?? '').join('').slice(0, 64)}`;
+// One cache per shell: any file's new hash gives a new name, and activation drops the rest.
+const CACHE = `lazyboy-${[...SHELL.join()].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7).toString(16)}`;
 
 self.addEventListener('install', (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));

@@ -231,6 +231,28 @@ async fn person_flow(browser: &Browser, size: Viewport) {
     browser
         .screenshot(&screenshot_dir().join(format!("dashboard-{}.png", size.name())))
         .await;
+    if size.mobile {
+        // The phone's home: the board with the badge, and the question waiting below it.
+        browser.click(&button("Agents")).await;
+        browser
+            .wait_js(
+                "the list with the waiting question",
+                &format!(
+                    "return document.body.dataset.view === 'list'
+                       && !document.querySelector(\"nav button.agent[data-name='{name}'] .badge\").hidden
+                       && document.querySelector('#questions lb-question') !== null"
+                ),
+            )
+            .await;
+        browser
+            .screenshot(&screenshot_dir().join(format!("dashboard-{}-agents.png", size.name())))
+            .await;
+        browser
+            .click(&format!(
+                "//nav[@aria-label='Agents']//button[@data-name='{name}']"
+            ))
+            .await;
+    }
     let tasks: TaskList = daemon
         .client()
         .get(&format!("/api/tasks?agent={name}"))
