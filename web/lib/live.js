@@ -57,6 +57,7 @@ export class Live extends EventTarget {
     source.onopen = () => {
       clearTimeout(this.grace);
       this.grace = null;
+      this.fresh = 0;
       const recovering = this.status !== 'live' && this.status !== 'connecting';
       this.stopPolling();
       this.setStatus('live');
@@ -94,6 +95,15 @@ export class Live extends EventTarget {
       // EventSource keeps reconnecting by itself (with Last-Event-ID); if it gave up, retry.
       if (closed || !this.source) setTimeout(() => this.openStream(), POLL_MS);
       else this.grace = setTimeout(() => { this.grace = null; this.diagnose(false); }, POLL_MS);
+      return;
+    }
+    // The daemon answers. Right after an outage the stream may just not have retried yet:
+    // give a fresh one its chance before deciding it is blocked.
+    if (this.status === 'unreachable' && !this.fresh) {
+      this.fresh = 1;
+      this.openStream();
+      this.setStatus('reconnecting');
+      this.grace = setTimeout(() => { this.grace = null; this.diagnose(false); }, STREAM_GRACE_MS);
       return;
     }
     this.closeStream();
