@@ -4,7 +4,9 @@
 //! question with a button (the same task finishes), and Stop a running task (`cancelled`).
 //! Model text carrying HTML and a `javascript:` link renders inert. The app installs: a valid
 //! manifest, a service worker on localhost, Chromium's installability checks, and offline it
-//! opens from the worker's cache saying the daemon is unreachable, then reconnects.
+//! opens from the worker's cache saying the daemon is unreachable, then reconnects. While
+//! the page is hidden it renders nothing, counts what needs the person in the title and shows
+//! a notification (through the service worker); shown again, it catches up.
 //!
 //! Screenshots of both sizes go to `docs/screenshots/` (the README shows them).
 
@@ -544,6 +546,113 @@ async fn the_app_installs_and_opens_offline() {
                   && document.querySelector('nav button.agent[data-name=default]') !== null",
             )
             .await;
+        daemon.stop();
+    }
+    browser.close().await;
+}
+
+/// Makes the page believe it is hidden (`hidden` true) or shown, as switching away from the
+/// tab does; headless Chromium's one tab is always visible otherwise.
+async fn set_hidden(browser: &Browser, hidden: bool) {
+    browser
+        .eval(
+            "const hidden = arguments[0];
+             for (const [key, value] of [['hidden', hidden], ['visibilityState', hidden ? 'hidden' : 'visible']]) {
+               Object.defineProperty(document, key, { configurable: true, get: () => value });
+             }
+             document.dispatchEvent(new Event('visibilitychange'));",
+            vec![json!(hidden)],
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_hidden_it_notifies_and_catches_up_when_shown() {
+    let browser = Browser::start().await;
+    for size in SIZES {
+        let mock = MockModel::start().await;
+        mock.push(Reply::tool_call(
+            "m1",
+            "send_message",
+            json!({"text": "working on it"}),
+        ));
+        mock.push(Reply::tool_call(
+            "q1",
+            "request_user_input",
+            json!({"question": "Ready to pay?", "options": ["Yes"]}),
+        ));
+        mock.push(Reply::text("paid"));
+        let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+        lazyboy_tests::add_agent(&daemon, "payer").await;
+        let url = daemon.url("/").replace("127.0.0.1", "localhost");
+        let origin = url.trim_end_matches('/').to_owned();
+        browser
+            .cdp(
+                "Browser.grantPermissions",
+                json!({"permissions": ["notifications"], "origin": origin}),
+            )
+            .await;
+        browser.set_viewport(size).await;
+        browser.goto(&url).await;
+        browser
+            .click("//nav[@aria-label='Agents']//button[@data-name='payer']")
+            .await;
+        browser
+            .wait_js(
+                "the worker and the stream",
+                "return navigator.serviceWorker.controller !== null
+                   && document.querySelector('lb-connection').dataset.status === 'live'",
+            )
+            .await;
+        set_hidden(&browser, true).await;
+        let task = lazyboy_tests::create_task(&daemon, "payer", "pay the bill", None).await;
+        // Hidden: the title counts what needs the person, a notification says it, and
+        // nothing is rendered yet.
+        browser
+            .wait_js("the title count", "return document.title === '(1) LazyBoy'")
+            .await;
+        let shown = browser
+            .client
+            .execute_async(
+                "const done = arguments[0];
+                 navigator.serviceWorker.ready.then((r) => r.getNotifications())
+                   .then((list) => done(list.map((n) => [n.title, n.body])));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            shown,
+            json!([["payer asks", "Ready to pay?"]]),
+            "at {}",
+            size.name()
+        );
+        let rendered = browser
+            .eval(
+                "return document.querySelector('[role=log]').textContent.includes('working on it')",
+                vec![],
+            )
+            .await;
+        assert_eq!(rendered, false, "nothing is rendered while hidden");
+        // Shown again: the title resets and the page catches up.
+        set_hidden(&browser, false).await;
+        wait_view(&browser, "the catch-up", |v| {
+            (v.agent_bubbles.contains(&"working on it".to_owned())
+                && v.questions.iter().any(|q| q.label == "Ready to pay?"))
+            .then_some(())
+        })
+        .await;
+        assert_eq!(
+            browser.eval("return document.title", vec![]).await,
+            "LazyBoy"
+        );
+        browser
+            .click("//*[@role='log']//button[normalize-space()='Yes']")
+            .await;
+        assert_eq!(
+            wait_task_finished(&daemon, &task).await.verdict,
+            Some(Verdict::Answer)
+        );
         daemon.stop();
     }
     browser.close().await;
