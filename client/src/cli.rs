@@ -106,7 +106,7 @@ pub struct RunArgs {
 #[derive(Debug, Subcommand)]
 pub enum DaemonCommand {
     /// Start a detached daemon (does nothing if one is running).
-    Start,
+    Start(ReachArgs),
     /// Stop the daemon gracefully.
     Stop,
     /// Print pid, version, home and dashboard URL.
@@ -117,6 +117,23 @@ pub enum DaemonCommand {
         #[arg(long)]
         rotate: bool,
     },
+}
+
+/// How the dashboard is reached from other devices.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ReachArgs {
+    /// Listen on every interface (port $LAZYBOY_WEB_PORT, default 8787) with the token
+    /// (created if missing), and print each LAN URL with a QR code of it, for a phone on
+    /// the same network.
+    #[arg(long)]
+    pub lan: bool,
+    /// Serve HTTPS with this PEM certificate chain (a Tailscale or mkcert certificate): a
+    /// phone's browser gives the dashboard its service worker and notifications only then.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -147,8 +164,10 @@ pub struct ServiceInstallArgs {
     #[arg(long, conflicts_with = "print")]
     pub no_load: bool,
     /// Passed to `lazyboyd --listen` (default: 127.0.0.1:8787).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "lan")]
     pub listen: Option<SocketAddr>,
+    #[command(flatten)]
+    pub reach: ReachArgs,
     /// Generate the file for this service manager instead of this machine's (linux, macos);
     /// it is only loaded on its own platform.
     #[arg(long, value_enum, hide = true)]

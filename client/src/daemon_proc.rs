@@ -50,6 +50,11 @@ pub async fn ensure_running(client: &Client) -> anyhow::Result<Health> {
 
 /// Starts a detached daemon and waits until it answers.
 pub async fn start(client: &Client) -> anyhow::Result<Health> {
+    start_with(client, &[]).await
+}
+
+/// [`start`], passing `args` on to `lazyboyd` (`--listen`, `--tls-cert`, ...).
+pub async fn start_with(client: &Client, args: &[String]) -> anyhow::Result<Health> {
     let home = client.home();
     let logs = home.join(paths::LOGS);
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
@@ -62,6 +67,7 @@ pub async fn start(client: &Client) -> anyhow::Result<Health> {
     let binary = daemon_binary();
     let mut child = Command::new(&binary)
         .arg("--detach")
+        .args(args)
         .env("LAZYBOY_HOME", home)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)

@@ -6,5 +6,6 @@ pub mod cli;
 pub mod commands;
 pub mod connection;
 pub mod daemon_proc;
+pub mod reach;
 pub mod render;
 pub mod service_file;

@@ -32,6 +32,13 @@ struct Args {
     /// Internal: the descriptor the image before the re-exec handed the secrets over on.
     #[arg(long, hide = true)]
     secrets_fd: Option<i32>,
+    /// Serve the dashboard over HTTPS with this PEM certificate chain (and --tls-key): a
+    /// phone's browser allows the service worker and notifications only over HTTPS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// Runs the daemon with the process's arguments.
@@ -96,6 +103,10 @@ fn start(args: Args) -> anyhow::Result<()> {
         }
     };
 
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::api::tls::load(cert, key)?),
+        _ => None,
+    };
     crate::tools::set_secret_env(provider_key_names);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -117,6 +128,7 @@ fn start(args: Args) -> anyhow::Result<()> {
             socket,
             tcp,
             guard,
+            tls,
         };
         let result = crate::run(daemon, shutdown).await;
         // The socket file goes with us; the lock is released last.

@@ -18,6 +18,7 @@ pub mod store;
 pub mod telemetry;
 pub mod tools;
 
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -45,6 +46,8 @@ pub struct Daemon {
     pub socket: LocalSocket,
     pub tcp: TcpListener,
     pub guard: Guard,
+    /// Serve HTTPS on `tcp` with this configuration (`--tls-cert`, `--tls-key`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Serves both listeners until `shutdown` is cancelled, then shuts down gracefully.
@@ -71,19 +74,38 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             pid: std::process::id(),
             protocol: PROTOCOL_VERSION,
             home: daemon.home.display().to_string(),
-            url: format!("http://{tcp_addr}/"),
+            url: dashboard_url(tcp_addr, daemon.tls.is_some()),
+            lan_urls: api::lan::urls(tcp_addr, daemon.tls.is_some()),
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
 
-    let tcp = daemon.tcp.tap_io(|stream| {
-        // Events are small writes that must leave at once.
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "set_nodelay failed");
-        }
-    });
-    let tcp_server = axum::serve(tcp, api::tcp_router(state.clone(), daemon.guard))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let router = api::tcp_router(state.clone(), daemon.guard);
+    let stop = shutdown.clone().cancelled_owned();
+    let tcp_server: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
+        match daemon.tls {
+            Some(config) => {
+                let tls = api::tls::TlsListener::new(daemon.tcp, config)?;
+                Box::pin(
+                    axum::serve(tls, router)
+                        .with_graceful_shutdown(stop)
+                        .into_future(),
+                )
+            }
+            None => {
+                let tcp = daemon.tcp.tap_io(|stream| {
+                    // Events are small writes that must leave at once.
+                    if let Err(error) = stream.set_nodelay(true) {
+                        tracing::debug!(%error, "set_nodelay failed");
+                    }
+                });
+                Box::pin(
+                    axum::serve(tcp, router)
+                        .with_graceful_shutdown(stop)
+                        .into_future(),
+                )
+            }
+        };
     let socket_server = axum::serve(daemon.socket, api::socket_router(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     match runtime.start().await {
@@ -112,6 +134,19 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     socket_result?;
     tracing::info!("lazyboyd stopped");
     Ok(())
+}
+
+/// The dashboard's URL on this machine: an all-interfaces listener (`0.0.0.0`, `::`) is
+/// named by its loopback address, which works here; `0.0.0.0` is no address to visit.
+/// `lazyboy daemon start --lan` prints the LAN addresses beside it.
+pub fn dashboard_url(addr: SocketAddr, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    format!("{scheme}://{}/", SocketAddr::new(ip, addr.port()))
 }
 
 /// The agent `lazyboy run` uses when none is named.

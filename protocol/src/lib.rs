@@ -7,6 +7,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod dashboard;
+pub use dashboard::*;
+
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
 pub const PROTOCOL_VERSION: u32 = 3;
 
@@ -54,9 +57,13 @@ pub struct Health {
     /// The daemon's home directory.
     #[serde(default)]
     pub home: String,
-    /// The URL of the dashboard (the TCP listener).
+    /// The URL of the dashboard (the TCP listener) on this machine; never `0.0.0.0`.
     #[serde(default)]
     pub url: String,
+    /// For a listener on all interfaces: its URL on each network interface (what a phone on
+    /// the same network opens). Empty for a loopback listener.
+    #[serde(default)]
+    pub lan_urls: Vec<String>,
 }
 
 /// Every API error body: `{"error":{"code":"...","message":"..."}}`.

@@ -107,7 +107,7 @@ impl Turn {
         let start = history.meta.first().map_or(i64::MAX, |m| m.seq);
         let store = &self.rt.store;
         let recent = store
-            .conversation(self.task.agent_id, start, RECENT_LINES)
+            .conversation_lines(self.task.agent_id, start, RECENT_LINES)
             .await?;
         let summary = store.agent_summary(self.task.agent_id).await?;
         if recent.is_empty() && summary.is_none() {
@@ -133,7 +133,7 @@ impl Turn {
         let covered = summary.as_ref().map_or(0, |(upto, _)| *upto);
         if let Some(first) = recent.first() {
             let older: Vec<Line> = store
-                .conversation(self.task.agent_id, first.seq, 200)
+                .conversation_lines(self.task.agent_id, first.seq, 200)
                 .await?
                 .into_iter()
                 .filter(|l| l.seq > covered)

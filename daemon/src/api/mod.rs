@@ -2,10 +2,13 @@
 //! browsers). The TCP copy is wrapped in [`guard`]; the socket copy also gets the routes only
 //! the machine's owner may call (`POST /api/daemon/stop`, `POST /api/daemon/token`).
 
+pub mod assets;
 pub mod error;
 pub mod guard;
+pub mod lan;
 pub mod listeners;
 mod routes;
+pub mod tls;
 pub mod token;
 
 use std::sync::Arc;
@@ -36,6 +39,14 @@ pub struct AppState {
 fn api(state: AppState) -> Router {
     Router::new()
         .route("/", get(routes::web::index))
+        .route("/sw.js", get(routes::web::service_worker))
+        .route("/manifest.webmanifest", get(routes::web::manifest))
+        .route("/assets/{*path}", get(routes::web::asset))
+        .route("/api/state", get(routes::dashboard::state))
+        .route(
+            "/api/agents/{name}/conversation",
+            get(routes::dashboard::conversation),
+        )
         .route("/api/health", get(routes::health::get))
         .route(
             "/api/agents",

@@ -74,7 +74,7 @@ impl AgentRow {
 
 /// Live agents with the task that says what each is doing: the running one first, then one
 /// waiting for the person, then the oldest queued one (subagents do not count).
-const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
+pub(super) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
     a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
     c.heartbeat_at_ms, c.lease_expires_at_ms, \
     COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \

@@ -9,6 +9,7 @@ mod agents;
 pub mod conversation;
 mod events;
 mod memories;
+mod projections;
 mod schedules;
 mod tasks;
 

@@ -113,7 +113,7 @@ pub fn usage(input: i64, cached: i64, output: i64, estimated: bool, cost: Option
     }
 }
 
-const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, a.model, \
+pub(super) const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, a.model, \
                            t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
                            t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, \
                            t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms, \

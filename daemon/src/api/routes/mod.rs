@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod daemon;
+pub mod dashboard;
 pub mod events;
 pub mod files;
 pub mod health;
