@@ -7,6 +7,15 @@ import { store } from '../lib/store.js';
 
 const OPEN = new Set(['queued', 'running', 'recovering', 'waiting_for_human']);
 
+// "12.3k in, 2.1k out, $0.0123" ("~" when the daemon estimated them).
+const count = (n) => (n < 1000 ? String(n) : n < 1e6 ? `${(n / 1e3).toFixed(1)}k` : `${(n / 1e6).toFixed(1)}M`);
+export function usage(u) {
+  if (!u || !(u.input_tokens || u.output_tokens)) return '';
+  const mark = u.estimated ? '~' : '';
+  const cost = u.cost_microusd != null ? `, $${(u.cost_microusd / 1e6).toFixed(4)}` : '';
+  return `${mark}${count(u.input_tokens)} in, ${mark}${count(u.output_tokens)} out${cost}`;
+}
+
 class TaskList extends HTMLElement {
   connectedCallback() {
     if (this.list) return;
@@ -33,7 +42,8 @@ class TaskList extends HTMLElement {
     this.list.replaceChildren(...tasks.map((task) => h('li', { dataset: { task: task.id, state: task.state } },
       h('div.task-objective', {}, task.parent ? `↳ ${task.objective}` : task.objective),
       h('div.meta', {}, h('span.chip', { dataset: { state: task.state } }, task.state.replaceAll('_', ' ')),
-        ` ${ago(task.updated_at_ms, store.now())}`),
+        ` ${ago(task.updated_at_ms, store.now())}`,
+        usage(task.usage) ? h('span.usage', { title: 'tokens this task used' }, ` · ${usage(task.usage)}`) : null),
       task.final_message ? h('div.task-final', {}, task.final_message.split('\n')[0]) : null,
       h('div.row', {},
         OPEN.has(task.state) ? h('button', { type: 'button', onclick: act(task, 'stop') }, 'Stop') : null,
