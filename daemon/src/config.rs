@@ -21,6 +21,9 @@
 //! run_missed = true                 # false: a slot missed while the daemon was down is skipped
 //! ```
 //!
+//! `[web]`, `[web_search]` and `[mcp.servers.NAME]` are described in `web/mod.rs`,
+//! `web/search.rs` and `mcp/mod.rs`.
+//!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
 //! (`openai`/`anthropic`) define or override the default provider; `OPENAI_API_KEY` and
 //! `ANTHROPIC_API_KEY` are used when nothing else names a key. Keys are read at the moment a
@@ -51,6 +54,12 @@ pub struct ConfigFile {
     pub retry: RetrySection,
     #[serde(default)]
     pub schedules: SchedulesSection,
+    #[serde(default)]
+    pub web: crate::web::WebSection,
+    #[serde(default)]
+    pub web_search: crate::web::search::WebSearchSection,
+    #[serde(default)]
+    pub mcp: crate::mcp::McpSection,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -112,6 +121,8 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(e) => return Err(anyhow::anyhow!("{}: {e}", path.display())),
         };
+        file.check()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let max_rounds_total = env("LAZYBOY_MAX_ROUNDS_TOTAL")
             .and_then(|v| v.parse().ok())
             .or(file.max_rounds_total)
@@ -213,6 +224,25 @@ impl Config {
             connect_timeout: Duration::from_secs(15),
             request_timeout: Duration::from_secs(180),
         })
+    }
+}
+
+impl ConfigFile {
+    /// What serde cannot check: the web, search and MCP sections make sense.
+    pub fn check(&self) -> Result<(), String> {
+        crate::web::FetchSettings::from_section(&self.web)?;
+        crate::web::search::Search::from_section(&self.web_search)?;
+        self.mcp.check()
+    }
+
+    /// Variable names holding secrets the web search and MCP sections name (withheld from
+    /// agents' commands and MCP servers, like the providers' keys).
+    pub fn reach_secret_env(&self) -> Vec<String> {
+        let search = crate::web::search::Search::from_section(&self.web_search)
+            .ok()
+            .flatten()
+            .and_then(|s| s.key_env().map(str::to_owned));
+        search.into_iter().chain(self.mcp.secret_env()).collect()
     }
 }
 

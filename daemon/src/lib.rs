@@ -11,10 +11,12 @@ pub mod bus;
 pub mod cli;
 pub mod config;
 pub mod home;
+pub mod mcp;
 pub mod providers;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod web;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

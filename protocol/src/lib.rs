@@ -84,6 +84,9 @@ pub struct CreateAgent {
     /// An absolute directory the agent's tasks work in; default: `<home>/workspaces/<name>`.
     #[serde(default)]
     pub workspace: Option<String>,
+    /// The MCP servers (names of `[mcp.servers.NAME]`) whose tools its tasks get.
+    #[serde(default)]
+    pub mcp: Option<Vec<String>>,
 }
 
 /// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
@@ -97,6 +100,9 @@ pub struct UpdateAgent {
     pub model: Option<String>,
     #[serde(default)]
     pub workspace: Option<String>,
+    /// Replaces the agent's MCP servers (`[]`: none).
+    #[serde(default)]
+    pub mcp: Option<Vec<String>>,
 }
 
 /// An agent as the API shows it, with what it is doing now.
@@ -125,6 +131,9 @@ pub struct Agent {
     /// heartbeat is under 30 s old). Alive does not mean progressing.
     #[serde(default)]
     pub lease_expires_at_ms: Option<i64>,
+    /// The MCP servers whose tools its tasks get.
+    #[serde(default)]
+    pub mcp: Vec<String>,
 }
 
 /// What an agent is doing, from its tasks.
@@ -300,11 +309,13 @@ pub enum EventBody {
     Heartbeat { operation: String, elapsed_ms: u64 },
     /// The task ended its turn.
     TaskFinished { verdict: Verdict, message: String },
-    /// An agent's instructions, model or workspace changed (the new values).
+    /// An agent's instructions, model, workspace or MCP servers changed (the new values).
     AgentUpdated {
         instructions: String,
         model: Option<String>,
         workspace: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mcp: Vec<String>,
     },
     /// A command the task started outlived the call that started it: it runs in the
     /// background, its output goes to `log` (relative to the workspace).
@@ -604,6 +615,101 @@ pub struct ScheduleList {
     pub schedules: Vec<Schedule>,
 }
 
+/// `GET /api/mcp`: every configured MCP server.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct McpList {
+    pub servers: Vec<McpServerInfo>,
+}
+
+/// One MCP server (`GET /api/mcp`, and `POST /api/mcp/{name}/test`, which connects first).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct McpServerInfo {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The command line, or the URL.
+    pub target: String,
+    pub state: McpServerState,
+    /// Why it last failed to start or was lost, while that is the latest news.
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// Starts after the first one.
+    #[serde(default)]
+    pub restarts: u32,
+    /// Its tools, as last listed (empty until it first started).
+    #[serde(default)]
+    pub tools: Vec<McpToolInfo>,
+}
+
+/// Where an MCP server is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServerState {
+    /// No task needed it yet.
+    NotStarted,
+    Running,
+    /// Its last start failed (see `error`); it is tried again after a backoff.
+    Failed,
+    /// It ran and is gone; the next call that needs it starts it again.
+    Stopped,
+}
+
+impl McpServerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpServerState::NotStarted => "not_started",
+            McpServerState::Running => "running",
+            McpServerState::Failed => "failed",
+            McpServerState::Stopped => "stopped",
+        }
+    }
+}
+
+/// One tool of an MCP server.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct McpToolInfo {
+    /// The server's name for it.
+    pub name: String,
+    /// The name the model calls it by: `mcp__<server>__<tool>`.
+    pub registered_as: String,
+    #[serde(default)]
+    pub description: String,
+    /// The server marked it read-only (`readOnlyHint`): it may run beside other reads.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// `GET /api/doctor` (the daemon's checks; the CLI adds the machine's own).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DoctorReport {
+    pub checks: Vec<DoctorCheck>,
+}
+
+/// One line of `lazyboy doctor`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DoctorCheck {
+    /// What was checked: `config`, `model`, `mcp NAME`, `web search`, `docker`, ...
+    pub name: String,
+    pub status: CheckStatus,
+    /// What was found.
+    pub detail: String,
+    /// What to do about it (for anything not `ok`).
+    #[serde(default)]
+    pub fix: Option<String>,
+}
+
+/// How a check came out: `warn` is something optional that is not set up (it does not fail
+/// the doctor), `fail` is something that does.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Ok,
+    Warn,
+    Fail,
+}
+
 impl EventBody {
     /// The `kind` string of this body.
     pub fn kind(&self) -> &'static str {
@@ -753,6 +859,7 @@ mod tests {
                 instructions: "i".into(),
                 model: None,
                 workspace: Some("/w".into()),
+                mcp: vec!["time".into()],
             },
             EventBody::CommandStarted {
                 command_id: "cmd-1".into(),

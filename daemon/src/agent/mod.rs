@@ -14,6 +14,7 @@
 //! runtime's side of `tools::task::TaskScope`.
 
 mod batch;
+pub mod doctor;
 pub mod fuse;
 pub mod history;
 pub mod prompt;
@@ -87,6 +88,10 @@ pub struct Runtime {
     pub workspaces: PathBuf,
     /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
     pub schedules: schedules::Timer,
+    /// The web client behind `web_fetch` and `web_search` (one page cache for all tasks).
+    pub web: Arc<crate::web::Web>,
+    /// The MCP servers (started when a task first needs them, stopped at shutdown).
+    pub mcp: Arc<crate::mcp::Manager>,
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
@@ -106,7 +111,17 @@ impl Runtime {
         workspaces: PathBuf,
         shutdown: CancellationToken,
     ) -> Arc<Runtime> {
+        crate::tools::add_secret_env(config.file.reach_secret_env());
+        let web = crate::web::Web::new(&config.file.web, &config.file.web_search).unwrap_or_else(
+            |error| {
+                tracing::error!(%error, "the [web] or [web_search] section is unusable");
+                crate::web::Web::fallback()
+            },
+        );
+        let mcp = crate::mcp::Manager::new(&config.file.mcp);
         Arc::new(Runtime {
+            web: Arc::new(web),
+            mcp: Arc::new(mcp),
             store,
             config,
             commands: Arc::new(CommandRegistry::new()),
@@ -488,5 +503,6 @@ impl Runtime {
         self.tracker.close();
         self.tracker.wait().await;
         self.commands.kill_all();
+        self.mcp.shutdown().await;
     }
 }

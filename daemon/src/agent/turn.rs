@@ -53,10 +53,15 @@ pub(super) async fn run(
     cancel: CancellationToken,
     steered: Arc<AtomicBool>,
 ) {
-    let tools = Registry::for_task(&TaskTools {
+    let mut tools = Registry::for_task(&TaskTools {
         subagent: task.parent_id.is_some(),
         allowed: task.allowed_tools(),
     });
+    // The web tools, and the agent's MCP servers' tools (the servers start now if need be).
+    let allowed = task.allowed_tools();
+    crate::tools::handlers::register_web(&mut tools, &rt.web, allowed.as_deref());
+    let servers = task.mcp_servers();
+    crate::mcp::adapter::register(&rt.mcp, &mut tools, &servers, allowed.as_deref()).await;
     let scope = Arc::new(Scope {
         rt: rt.clone(),
         task: task.clone(),

@@ -24,9 +24,16 @@ pub struct AgentRow {
     pub task_state: Option<String>,
     pub heartbeat_at_ms: Option<i64>,
     pub lease_expires_at_ms: Option<i64>,
+    /// The JSON list of MCP server names its tasks get.
+    pub mcp: String,
 }
 
 impl AgentRow {
+    /// The MCP servers its tasks get.
+    pub fn mcp_servers(&self) -> Vec<String> {
+        serde_json::from_str(&self.mcp).unwrap_or_default()
+    }
+
     /// The directory the agent's tasks work in: its own, else `<workspaces>/<name>`.
     pub fn workspace_in(&self, workspaces: &Path) -> std::path::PathBuf {
         match &self.workspace {
@@ -55,6 +62,7 @@ impl AgentRow {
             current_task: self.current_task.clone(),
             heartbeat_at_ms: self.heartbeat_at_ms,
             lease_expires_at_ms: self.lease_expires_at_ms,
+            mcp: self.mcp_servers(),
         }
     }
 }
@@ -63,7 +71,7 @@ impl AgentRow {
 /// waiting for the person, then the oldest queued one (subagents do not count).
 const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
     a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
-    c.heartbeat_at_ms, c.lease_expires_at_ms \
+    c.heartbeat_at_ms, c.lease_expires_at_ms, a.mcp \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
     LEFT JOIN tasks c ON c.id = (SELECT x.id FROM tasks x WHERE x.agent_id = a.id \
         AND x.parent_id IS NULL \
@@ -136,6 +144,7 @@ impl Store {
             task_state: None,
             heartbeat_at_ms: None,
             lease_expires_at_ms: None,
+            mcp: "[]".to_owned(),
         })
     }
 
@@ -155,14 +164,15 @@ impl Store {
             .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))
     }
 
-    /// Changes an agent's instructions, model or workspace (the `Some` ones; an empty model
-    /// or workspace goes back to the default) and logs `agent_updated`.
+    /// Changes an agent's instructions, model, workspace or MCP servers (the `Some` ones; an
+    /// empty model or workspace goes back to the default) and logs `agent_updated`.
     pub async fn update_agent(
         &self,
         name: &str,
         instructions: Option<&str>,
         model: Option<&str>,
         workspace: Option<&str>,
+        mcp: Option<&[String]>,
     ) -> Result<AgentRow, StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
@@ -182,17 +192,24 @@ impl Store {
         if let Some(workspace) = workspace {
             agent.workspace = cleared(workspace);
         }
-        sqlx::query("UPDATE agents SET instructions = ?, model = ?, workspace = ? WHERE id = ?")
-            .bind(&agent.instructions)
-            .bind(&agent.model)
-            .bind(&agent.workspace)
-            .bind(agent.id)
-            .execute(&mut *tx)
-            .await?;
+        if let Some(mcp) = mcp {
+            agent.mcp = serde_json::to_string(mcp).unwrap_or_else(|_| "[]".to_owned());
+        }
+        sqlx::query(
+            "UPDATE agents SET instructions = ?, model = ?, workspace = ?, mcp = ? WHERE id = ?",
+        )
+        .bind(&agent.instructions)
+        .bind(&agent.model)
+        .bind(&agent.workspace)
+        .bind(&agent.mcp)
+        .bind(agent.id)
+        .execute(&mut *tx)
+        .await?;
         let body = EventBody::AgentUpdated {
             instructions: agent.instructions.clone(),
             model: agent.model.clone(),
             workspace: agent.workspace.clone(),
+            mcp: agent.mcp_servers(),
         };
         let event = insert(&mut tx, &agent.target(), &body).await?;
         tx.commit().await?;

@@ -36,9 +36,16 @@ pub struct TaskRow {
     pub tools: Option<String>,
     pub heartbeat_at_ms: Option<i64>,
     pub lease_expires_at_ms: Option<i64>,
+    /// The agent's MCP servers (a JSON list of names), as they are now.
+    pub mcp: String,
 }
 
 impl TaskRow {
+    /// The MCP servers whose tools the task gets (its agent's).
+    pub fn mcp_servers(&self) -> Vec<String> {
+        serde_json::from_str(&self.mcp).unwrap_or_default()
+    }
+
     /// The tools a subagent was limited to, if any.
     pub fn allowed_tools(&self) -> Option<Vec<String>> {
         self.tools
@@ -86,7 +93,7 @@ impl From<TaskRow> for Task {
 const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, a.model, \
                            t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
                            t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, \
-                           t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms \
+                           t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms, a.mcp \
                            FROM tasks t JOIN agents a ON a.id = t.agent_id";
 
 fn verdict_str(verdict: Verdict) -> String {
@@ -134,13 +141,14 @@ impl Store {
         objective: &str,
         workspace: &str,
     ) -> Result<(TaskRow, LiveEvent), StoreError> {
-        let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
-            "SELECT id, instructions, model FROM agents WHERE name = ? AND deleted_at_ms IS NULL",
+        let found: Option<(i64, String, Option<String>, String)> = sqlx::query_as(
+            "SELECT id, instructions, model, mcp FROM agents \
+             WHERE name = ? AND deleted_at_ms IS NULL",
         )
         .bind(agent)
         .fetch_optional(&mut *tx)
         .await?;
-        let (agent_id, instructions, model) =
+        let (agent_id, instructions, model, mcp) =
             found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
         let row = TaskRow {
             id: String::new(),
@@ -160,6 +168,7 @@ impl Store {
             tools: None,
             heartbeat_at_ms: None,
             lease_expires_at_ms: None,
+            mcp,
         };
         insert_task_row(tx, row).await
     }

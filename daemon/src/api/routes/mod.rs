@@ -2,8 +2,10 @@
 
 pub mod agents;
 pub mod daemon;
+pub mod doctor;
 pub mod events;
 pub mod health;
+pub mod mcp;
 pub mod messages;
 pub mod schedules;
 pub mod tasks;
