@@ -1,7 +1,9 @@
 //! One file per verb.
 
 pub mod daemon;
+pub mod doctor;
 pub mod events;
+pub mod mcp;
 pub mod run;
 pub mod schedule;
 pub mod service;
