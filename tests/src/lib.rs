@@ -11,6 +11,7 @@
 )]
 
 pub mod bench;
+pub mod mcp_servers;
 pub mod mock_model;
 pub mod sse;
 

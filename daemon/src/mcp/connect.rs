@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -94,6 +95,16 @@ pub(super) struct Connection {
     /// `tools/list`, as the server answered it at start (each tool as its JSON).
     pub tools: Vec<Value>,
     pub pid: Option<u32>,
+    /// Set when a call found the transport gone: rmcp may take a moment to see it closed,
+    /// and the next call must not wait for that.
+    pub lost: AtomicBool,
+}
+
+impl Connection {
+    /// Whether the connection can take calls.
+    pub fn alive(&self) -> bool {
+        !self.lost.load(Ordering::SeqCst) && !self.service.is_closed()
+    }
 }
 
 /// Starts the server (or connects to it), runs `initialize`, lists its tools.
@@ -133,6 +144,7 @@ pub(super) async fn connect(name: &str, config: &ServerConfig) -> Result<Connect
         progress,
         tools,
         pid,
+        lost: AtomicBool::new(false),
     })
 }
 

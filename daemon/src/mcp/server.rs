@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use lazyboy_protocol::{McpServerInfo, McpServerState, McpToolInfo};
 use rmcp::model::{
     CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
-    ClientRequest, Request, ServerResult,
+    ClientRequest, ProgressToken, Request, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 
 use super::ServerConfig;
@@ -63,7 +64,7 @@ impl Server {
     async fn connection(&self) -> Result<Arc<Connection>, String> {
         let mut slot = self.slot.lock().await;
         if let Some(conn) = &slot.conn {
-            if !conn.service.is_closed() {
+            if conn.alive() {
                 return Ok(conn.clone());
             }
             tracing::warn!(server = %self.name, "MCP server connection closed; restarting it");
@@ -139,7 +140,7 @@ impl Server {
                 PeerRequestOptions::no_options(),
             )
             .await
-            .map_err(|e| self.lost(&e))?;
+            .map_err(|e| self.lost(&conn, &e))?;
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
         if let Ok(mut sinks) = conn.progress.lock() {
@@ -153,42 +154,53 @@ impl Server {
                 },
             );
         }
+        // Sends notifications/cancelled unless the answer arrives: the task may be stopped
+        // (its token fires) or its loop may drop this future; both are covered.
+        let mut guard = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(id),
+            why: "the task was stopped",
+        };
         let limit = Duration::from_secs(self.config.call_timeout_secs.unwrap_or(300).max(1));
         let outcome = tokio::select! {
             response = tokio::time::timeout(limit, handle.await_response()) => response.ok(),
             () = ctx.cancel.cancelled() => {
-                cancel(peer, id.clone(), "the task was stopped").await;
-                if let Ok(mut sinks) = conn.progress.lock() {
-                    sinks.remove(&token);
-                }
+                drop(guard);
+                forget_progress(&conn, &token);
                 return Err("cancelled: the task was stopped (the server was told)".to_owned());
             }
         };
-        if let Ok(mut sinks) = conn.progress.lock() {
-            sinks.remove(&token);
-        }
-        match outcome {
-            None => {
-                cancel(peer, id, "timed out").await;
-                Err(format!(
-                    "MCP server {} did not answer within {} s (the call was cancelled)",
-                    self.name,
-                    limit.as_secs()
-                ))
-            }
-            Some(Ok(ServerResult::CallToolResult(result))) => {
+        forget_progress(&conn, &token);
+        let Some(response) = outcome else {
+            guard.why = "timed out";
+            drop(guard);
+            return Err(format!(
+                "MCP server {} did not answer within {} s (the call was cancelled)",
+                self.name,
+                limit.as_secs()
+            ));
+        };
+        guard.id = None;
+        match response {
+            Ok(ServerResult::CallToolResult(result)) => {
                 serde_json::to_value(result).map_err(|e| e.to_string())
             }
-            Some(Ok(_)) => Err(format!(
+            Ok(_) => Err(format!(
                 "MCP server {} answered tools/call with something that is not a tool result",
                 self.name
             )),
-            Some(Err(error)) => Err(self.lost(&error)),
+            Err(error) => Err(self.lost(&conn, &error)),
         }
     }
 
-    /// An error of a call, for the model.
-    fn lost(&self, error: &ServiceError) -> String {
+    /// An error of a call, for the model; a lost transport marks the connection dead.
+    fn lost(&self, conn: &Connection, error: &ServiceError) -> String {
+        if matches!(
+            error,
+            ServiceError::TransportClosed | ServiceError::TransportSend(_)
+        ) {
+            conn.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         match error {
             ServiceError::McpError(e) => {
                 format!("MCP server {} refused the call: {}", self.name, e.message)
@@ -219,7 +231,7 @@ impl Server {
     /// What `lazyboy mcp ls` shows.
     pub async fn info(&self) -> McpServerInfo {
         let slot = self.slot.lock().await;
-        let live = slot.conn.as_ref().filter(|c| !c.service.is_closed());
+        let live = slot.conn.as_ref().filter(|c| c.alive());
         let state = match (&live, &slot.error, slot.starts) {
             (Some(_), _, _) => McpServerState::Running,
             (None, Some(_), _) => McpServerState::Failed,
@@ -284,16 +296,35 @@ impl Server {
     }
 }
 
-/// Tells the server to stop working on request `id`.
-async fn cancel(peer: &rmcp::Peer<rmcp::RoleClient>, id: rmcp::model::RequestId, why: &str) {
-    let note = CancelledNotification::new(CancelledNotificationParam::new(
-        Some(id),
-        Some(why.to_owned()),
-    ));
-    if let Err(error) = peer
-        .send_notification(ClientNotification::CancelledNotification(note))
-        .await
-    {
-        tracing::debug!(%error, "cannot send notifications/cancelled");
+fn forget_progress(conn: &Connection, token: &ProgressToken) {
+    if let Ok(mut sinks) = conn.progress.lock() {
+        sinks.remove(token);
+    }
+}
+
+/// Tells the server to stop working on request `id` when dropped armed (a spawned send:
+/// a drop cannot wait).
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    why: &'static str,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let note = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some(self.why.to_owned()),
+        ));
+        tokio::spawn(async move {
+            if let Err(error) = peer
+                .send_notification(ClientNotification::CancelledNotification(note))
+                .await
+            {
+                tracing::debug!(%error, "cannot send notifications/cancelled");
+            }
+        });
     }
 }
