@@ -210,3 +210,36 @@ fn http_config(
     }
     Ok(transport)
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+
+    /// HTTPS MCP needs a TLS stack behind rmcp's HTTP client (seed 003): with none, building
+    /// it panics or it speaks plain HTTP. A local listener reads what arrives: a TLS
+    /// ClientHello (a handshake record, 0x16 0x03).
+    #[tokio::test]
+    async fn an_https_server_gets_a_tls_client_hello() {
+        super::super::install_tls_provider();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hello = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 3];
+            stream.read_exact(&mut head).await.unwrap();
+            head
+        });
+        let config = ServerConfig {
+            url: Some(format!("https://127.0.0.1:{port}/mcp")),
+            ..Default::default()
+        };
+        let attempt = tokio::time::timeout(Duration::from_secs(5), connect("tls", &config));
+        // The handshake cannot succeed (nobody answers it); only what was sent matters.
+        let (_, head) = tokio::join!(attempt, hello);
+        let head = head.unwrap();
+        assert_eq!(head[0], 0x16, "not a TLS handshake record: {head:?}");
+        assert_eq!(head[1], 0x03, "not a TLS version: {head:?}");
+    }
+}
