@@ -275,12 +275,15 @@ fn search_router(seen: Arc<Seen>) -> Router {
         .with_state(seen)
 }
 
+/// (provider, its settings, its environment, the title of its hit).
+type Case<'a> = (&'a str, String, &'a [(&'a str, &'a str)], &'a str);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_search_speaks_each_providers_wire_format() {
     let seen = Arc::new(Seen::default());
     let port = serve(search_router(seen.clone())).await;
     let base = format!("http://127.0.0.1:{port}");
-    let cases: [(&str, String, &[(&str, &str)], &str); 4] = [
+    let cases: [Case; 4] = [
         (
             "searxng",
             format!("url = \"{base}/searx\""),

@@ -61,7 +61,12 @@ pub(super) async fn run(
     let allowed = task.allowed_tools();
     crate::tools::handlers::register_web(&mut tools, &rt.web, allowed.as_deref());
     let servers = task.mcp_servers();
-    crate::mcp::adapter::register(&rt.mcp, &mut tools, &servers, allowed.as_deref()).await;
+    tokio::select! {
+        () = crate::mcp::adapter::register(&rt.mcp, &mut tools, &servers, allowed.as_deref()) => {}
+        // A server still starting must not hold up a stop or a shutdown.
+        () = cancel.cancelled() => {}
+        () = rt.shutdown.cancelled() => {}
+    }
     let scope = Arc::new(Scope {
         rt: rt.clone(),
         task: task.clone(),

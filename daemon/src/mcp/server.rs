@@ -22,7 +22,10 @@ use serde_json::Value;
 use super::ServerConfig;
 use super::adapter;
 use super::connect::{Connection, ProgressSink, connect};
+use tokio_util::sync::CancellationToken;
+
 use crate::tools::ToolContext;
+use crate::tools::task::TaskScope;
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -128,6 +131,19 @@ impl Server {
         arguments: Value,
         ctx: &ToolContext,
     ) -> Result<Value, String> {
+        self.call_with(tool, arguments, Some(ctx.scope.clone()), &ctx.cancel)
+            .await
+    }
+
+    /// [`Server::call`] outside a task (benchmarks, checks): progress goes to `scope` if
+    /// given, `cancel` stops the call.
+    pub async fn call_with(
+        &self,
+        tool: &str,
+        arguments: Value,
+        scope: Option<Arc<dyn TaskScope>>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, String> {
         let conn = self.connection().await?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Value::Object(map) = arguments {
@@ -143,11 +159,11 @@ impl Server {
             .map_err(|e| self.lost(&conn, &e))?;
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
-        if let Ok(mut sinks) = conn.progress.lock() {
+        if let (Some(scope), Ok(mut sinks)) = (scope, conn.progress.lock()) {
             sinks.insert(
                 token.clone(),
                 ProgressSink {
-                    scope: ctx.scope.clone(),
+                    scope,
                     operation: adapter::tool_name(&self.name, tool),
                     started: Instant::now(),
                     last: None,
@@ -164,7 +180,7 @@ impl Server {
         let limit = Duration::from_secs(self.config.call_timeout_secs.unwrap_or(300).max(1));
         let outcome = tokio::select! {
             response = tokio::time::timeout(limit, handle.await_response()) => response.ok(),
-            () = ctx.cancel.cancelled() => {
+            () = cancel.cancelled() => {
                 drop(guard);
                 forget_progress(&conn, &token);
                 return Err("cancelled: the task was stopped (the server was told)".to_owned());
@@ -277,9 +293,17 @@ impl Server {
     /// Stops the server: the connection is cancelled (rmcp closes the child's stdin), and
     /// whatever is left of its process group after a short grace is killed.
     pub async fn stop(&self) {
-        let Some(conn) = self.slot.lock().await.conn.take() else {
+        // A start in progress holds the slot (up to its startup timeout): do not wait for
+        // it at shutdown; its child is killed when the abandoned start is dropped.
+        let Ok(mut slot) = tokio::time::timeout(Duration::from_secs(2), self.slot.lock()).await
+        else {
+            tracing::warn!(server = %self.name, "MCP server still starting at shutdown");
             return;
         };
+        let Some(conn) = slot.conn.take() else {
+            return;
+        };
+        drop(slot);
         conn.service.cancellation_token().cancel();
         let deadline = Instant::now() + Duration::from_millis(1500);
         while !conn.service.is_closed() && Instant::now() < deadline {
