@@ -88,9 +88,8 @@ pub struct Runtime {
     pub workspaces: PathBuf,
     /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
     pub schedules: schedules::Timer,
-    /// The web client behind `web_fetch` and `web_search` (one page cache for all tasks).
+    /// The web client of `web_fetch` and `web_search`, and the MCP servers (`mcp/`).
     pub web: Arc<crate::web::Web>,
-    /// The MCP servers (started when a task first needs them, stopped at shutdown).
     pub mcp: Arc<crate::mcp::Manager>,
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
@@ -111,17 +110,9 @@ impl Runtime {
         workspaces: PathBuf,
         shutdown: CancellationToken,
     ) -> Arc<Runtime> {
-        crate::tools::add_secret_env(config.file.reach_secret_env());
-        let web = crate::web::Web::new(&config.file.web, &config.file.web_search).unwrap_or_else(
-            |error| {
-                tracing::error!(%error, "the [web] or [web_search] section is unusable");
-                crate::web::Web::fallback()
-            },
-        );
-        let mcp = crate::mcp::Manager::new(&config.file.mcp);
         Arc::new(Runtime {
-            web: Arc::new(web),
-            mcp: Arc::new(mcp),
+            web: Arc::new(crate::web::Web::configured(&config.file)),
+            mcp: Arc::new(crate::mcp::Manager::new(&config.file.mcp)),
             store,
             config,
             commands: Arc::new(CommandRegistry::new()),

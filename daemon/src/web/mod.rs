@@ -87,8 +87,18 @@ impl Web {
         })
     }
 
-    /// A web client that cannot reach anything but what `allow_hosts` names, for a daemon
-    /// whose `[web]` section is malformed (the doctor reports it).
+    /// From the config file's sections (checked when the config was loaded; should they
+    /// still be unusable: the defaults without search, and the error in the log). The
+    /// variables holding search and MCP secrets are withheld from agents from now on.
+    pub fn configured(file: &crate::config::ConfigFile) -> Web {
+        crate::tools::add_secret_env(file.reach_secret_env());
+        Web::new(&file.web, &file.web_search).unwrap_or_else(|error| {
+            tracing::error!(%error, "the [web] or [web_search] section is unusable");
+            Web::fallback()
+        })
+    }
+
+    /// The defaults, without search.
     pub fn fallback() -> Web {
         Web {
             settings: FetchSettings {
