@@ -80,6 +80,12 @@ pub enum Command {
     Stop { task: String },
     /// Continue a task that ended (blocked, failed, out of budget, stopped) with its history.
     Continue { task: String },
+    /// MCP servers: their state and tools, or test one (connect and list its tools).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Check the setup: config, model, MCP servers, web search, Docker and the box image,
+    /// the service. One line each with how to fix it; exit code 1 if anything fails.
+    Doctor,
     /// Answer a task's question (free text, or --option N); the same task resumes.
     Answer {
         task: String,
@@ -219,6 +225,18 @@ pub struct AgentSettings {
     /// The directory its tasks work in; "" for the default (under the home).
     #[arg(long)]
     pub workspace: Option<String>,
+    /// The MCP servers its tasks get, comma-separated names of [mcp.servers.NAME] in
+    /// config.toml; "" for none.
+    #[arg(long)]
+    pub mcp: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Each configured server: its state, and its tools once it has run.
+    Ls,
+    /// Start (or reach) a server now and list its tools; exit code 1 if it fails.
+    Test { name: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -128,6 +128,14 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
         agent.workspace,
     );
     out.push_str(&format!("usage:        {}\n", usage(&agent.usage)));
+    out.push_str(&format!(
+        "mcp:          {}\n",
+        if agent.mcp.is_empty() {
+            "(none)".to_owned()
+        } else {
+            agent.mcp.join(", ")
+        }
+    ));
     if agent.instructions.trim().is_empty() {
         out.push_str("instructions: (none)\n");
     } else {

@@ -27,6 +27,9 @@
 //! output = 8.0
 //! ```
 //!
+//! `[web]`, `[web_search]` and `[mcp.servers.NAME]` are described in `web/mod.rs`,
+//! `web/search.rs` and `mcp/mod.rs`.
+//!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
 //! (`openai`/`anthropic`) define or override the default provider; `OPENAI_API_KEY` and
 //! `ANTHROPIC_API_KEY` are used when nothing else names a key. Keys are read at the moment a
@@ -62,6 +65,12 @@ pub struct ConfigFile {
     /// names it): `[prices."gpt-4.1"] input = 2.0, cached_input = 0.5, output = 8.0`.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    pub web: crate::web::WebSection,
+    #[serde(default)]
+    pub web_search: crate::web::search::WebSearchSection,
+    #[serde(default)]
+    pub mcp: crate::mcp::McpSection,
 }
 
 /// A model's price in US dollars per million tokens.
@@ -148,6 +157,8 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(e) => return Err(anyhow::anyhow!("{}: {e}", path.display())),
         };
+        file.check()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let max_rounds_total = env("LAZYBOY_MAX_ROUNDS_TOTAL")
             .and_then(|v| v.parse().ok())
             .or(file.max_rounds_total)
@@ -262,6 +273,25 @@ impl Config {
     /// The price of `model`, if the config gives one.
     pub fn price(&self, model: &str) -> Option<Price> {
         self.file.prices.get(model).copied()
+    }
+}
+
+impl ConfigFile {
+    /// What serde cannot check: the web, search and MCP sections make sense.
+    pub fn check(&self) -> Result<(), String> {
+        crate::web::FetchSettings::from_section(&self.web)?;
+        crate::web::search::Search::from_section(&self.web_search)?;
+        self.mcp.check()
+    }
+
+    /// Variable names holding secrets the web search and MCP sections name (withheld from
+    /// agents' commands and MCP servers, like the providers' keys).
+    pub fn reach_secret_env(&self) -> Vec<String> {
+        let search = crate::web::search::Search::from_section(&self.web_search)
+            .ok()
+            .flatten()
+            .and_then(|s| s.key_env().map(str::to_owned));
+        search.into_iter().chain(self.mcp.secret_env()).collect()
     }
 }
 

@@ -12,11 +12,13 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod home;
+pub mod mcp;
 pub mod providers;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod web;
 
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;

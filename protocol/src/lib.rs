@@ -9,6 +9,8 @@ use serde_json::Value;
 
 mod dashboard;
 pub use dashboard::*;
+mod reach;
+pub use reach::*;
 
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
 pub const PROTOCOL_VERSION: u32 = 3;
@@ -91,6 +93,9 @@ pub struct CreateAgent {
     /// An absolute directory the agent's tasks work in; default: `<home>/workspaces/<name>`.
     #[serde(default)]
     pub workspace: Option<String>,
+    /// The MCP servers (names of `[mcp.servers.NAME]`) whose tools its tasks get.
+    #[serde(default)]
+    pub mcp: Option<Vec<String>>,
 }
 
 /// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
@@ -104,6 +109,9 @@ pub struct UpdateAgent {
     pub model: Option<String>,
     #[serde(default)]
     pub workspace: Option<String>,
+    /// Replaces the agent's MCP servers (`[]`: none).
+    #[serde(default)]
+    pub mcp: Option<Vec<String>>,
 }
 
 /// An agent as the API shows it, with what it is doing now.
@@ -135,6 +143,9 @@ pub struct Agent {
     /// What all its tasks' model requests cost.
     #[serde(default)]
     pub usage: Usage,
+    /// The MCP servers whose tools its tasks get.
+    #[serde(default)]
+    pub mcp: Vec<String>,
 }
 
 /// What an agent is doing, from its tasks.
@@ -310,11 +321,13 @@ pub enum EventBody {
     Heartbeat { operation: String, elapsed_ms: u64 },
     /// The task ended its turn.
     TaskFinished { verdict: Verdict, message: String },
-    /// An agent's instructions, model or workspace changed (the new values).
+    /// An agent's instructions, model, workspace or MCP servers changed (the new values).
     AgentUpdated {
         instructions: String,
         model: Option<String>,
         workspace: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mcp: Vec<String>,
     },
     /// A command the task started outlived the call that started it: it runs in the
     /// background, its output goes to `log` (relative to the workspace).
@@ -833,6 +846,7 @@ mod tests {
                 instructions: "i".into(),
                 model: None,
                 workspace: Some("/w".into()),
+                mcp: vec!["time".into()],
             },
             EventBody::ModelUsage {
                 model: "m".into(),

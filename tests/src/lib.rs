@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod browser;
 pub mod history;
+pub mod mcp_servers;
 pub mod mock_model;
 pub mod sse;
 pub mod tasks;

@@ -2,7 +2,9 @@
 
 pub mod completions;
 pub mod daemon;
+pub mod doctor;
 pub mod events;
+pub mod mcp;
 pub mod run;
 pub mod schedule;
 pub mod service;

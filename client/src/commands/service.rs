@@ -41,6 +41,12 @@ pub async fn run(client: &Client, command: ServiceCommand, json: bool) -> anyhow
     }
 }
 
+/// Whether this home's service file exists on this machine, and where it is (for `doctor`).
+pub fn installed(client: &Client) -> anyhow::Result<(bool, PathBuf)> {
+    let target = Target::new(client, None)?;
+    Ok((target.file.is_file(), target.file))
+}
+
 /// One home's service: its platform, name and file.
 struct Target {
     platform: Platform,

@@ -13,12 +13,14 @@ use crate::render;
 pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Add { name, settings } => {
+            let mcp = settings.mcp_list();
             let (instructions, model, workspace) = settings.resolve()?;
             let request = CreateAgent {
                 name,
                 instructions,
                 model,
                 workspace,
+                mcp,
             };
             let agent: Agent = client
                 .call(Method::POST, "/api/agents", Some(&request))
@@ -38,17 +40,19 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
             print_agent(&agent, json, "")?;
         }
         TeamCommand::Edit { name, settings } => {
+            let mcp = settings.mcp_list();
             let (instructions, model, workspace) = settings.resolve()?;
-            if instructions.is_none() && model.is_none() && workspace.is_none() {
+            if instructions.is_none() && model.is_none() && workspace.is_none() && mcp.is_none() {
                 anyhow::bail!(
-                    "nothing to change: give --instructions, --instructions-file, --model or \
-                     --workspace"
+                    "nothing to change: give --instructions, --instructions-file, --model, \
+                     --workspace or --mcp"
                 );
             }
             let request = UpdateAgent {
                 instructions,
                 model,
                 workspace,
+                mcp,
             };
             let path = format!("/api/agents/{name}");
             let agent: Agent = client.call(Method::PATCH, &path, Some(&request)).await?;
@@ -93,6 +97,17 @@ fn print_agent(agent: &Agent, json: bool, verb: &str) -> anyhow::Result<()> {
 }
 
 impl AgentSettings {
+    /// `--mcp a,b` as a list (`""`: none).
+    fn mcp_list(&self) -> Option<Vec<String>> {
+        self.mcp.as_ref().map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+    }
+
     /// (instructions, model, workspace) as the API takes them: the file read, the workspace
     /// made absolute.
     fn resolve(self) -> anyhow::Result<(Option<String>, Option<String>, Option<String>)> {

@@ -14,6 +14,7 @@
 //! runtime's side of `tools::task::TaskScope`.
 
 mod batch;
+pub mod doctor;
 mod files;
 pub mod fuse;
 pub mod history;
@@ -93,6 +94,9 @@ pub struct Runtime {
     pub workspaces: PathBuf,
     /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
     pub schedules: schedules::Timer,
+    /// The web client of `web_fetch` and `web_search`, and the MCP servers (`mcp/`).
+    pub web: Arc<crate::web::Web>,
+    pub mcp: Arc<crate::mcp::Manager>,
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
@@ -113,6 +117,8 @@ impl Runtime {
         shutdown: CancellationToken,
     ) -> Arc<Runtime> {
         Arc::new(Runtime {
+            web: Arc::new(crate::web::Web::configured(&config.file)),
+            mcp: Arc::new(crate::mcp::Manager::new(&config.file.mcp)),
             store,
             config,
             commands: Arc::new(CommandRegistry::new()),
@@ -405,5 +411,6 @@ impl Runtime {
         self.tracker.close();
         self.tracker.wait().await;
         self.commands.kill_all();
+        self.mcp.shutdown().await;
     }
 }

@@ -54,10 +54,20 @@ pub(super) async fn run(
     cancel: CancellationToken,
     steered: Arc<AtomicBool>,
 ) {
-    let tools = Registry::for_task(&TaskTools {
+    let mut tools = Registry::for_task(&TaskTools {
         subagent: task.parent_id.is_some(),
         allowed: task.allowed_tools(),
     });
+    // The web tools, and the agent's MCP servers' tools (the servers start now if need be).
+    let allowed = task.allowed_tools();
+    crate::tools::handlers::register_web(&mut tools, &rt.web, allowed.as_deref());
+    let servers = task.mcp_servers();
+    tokio::select! {
+        () = crate::mcp::adapter::register(&rt.mcp, &mut tools, &servers, allowed.as_deref()) => {}
+        // A server still starting must not hold up a stop or a shutdown.
+        () = cancel.cancelled() => {}
+        () = rt.shutdown.cancelled() => {}
+    }
     let scope = Arc::new(Scope {
         rt: rt.clone(),
         task: task.clone(),

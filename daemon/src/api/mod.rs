@@ -90,6 +90,9 @@ fn api(state: AppState) -> Router {
             "/api/schedules/{id}/resume",
             post(routes::schedules::resume),
         )
+        .route("/api/mcp", get(routes::mcp::list))
+        .route("/api/mcp/{name}/test", post(routes::mcp::test))
+        .route("/api/doctor", get(routes::doctor::get))
         .route("/api/events", get(routes::events::all))
         .route("/api/events/page", get(routes::events::page))
         .fallback(not_found)

@@ -30,9 +30,16 @@ pub struct AgentRow {
     pub output_tokens: i64,
     pub usage_estimated: bool,
     pub cost_microusd: Option<i64>,
+    /// The JSON list of MCP server names its tasks get.
+    pub mcp: String,
 }
 
 impl AgentRow {
+    /// The MCP servers its tasks get.
+    pub fn mcp_servers(&self) -> Vec<String> {
+        serde_json::from_str(&self.mcp).unwrap_or_default()
+    }
+
     /// The directory the agent's tasks work in: its own, else `<workspaces>/<name>`.
     pub fn workspace_in(&self, workspaces: &Path) -> std::path::PathBuf {
         match &self.workspace {
@@ -68,6 +75,7 @@ impl AgentRow {
                 self.usage_estimated,
                 self.cost_microusd,
             ),
+            mcp: self.mcp_servers(),
         }
     }
 }
@@ -79,7 +87,7 @@ pub(super) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.mod
     c.heartbeat_at_ms, c.lease_expires_at_ms, \
     COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
     COALESCE(u.output_tokens, 0) AS output_tokens, \
-    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd \
+    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd, a.mcp \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
     LEFT JOIN (SELECT agent_id, SUM(input_tokens) AS input_tokens, \
         SUM(cached_tokens) AS cached_tokens, SUM(output_tokens) AS output_tokens, \
@@ -161,6 +169,7 @@ impl Store {
             output_tokens: 0,
             usage_estimated: false,
             cost_microusd: None,
+            mcp: "[]".to_owned(),
         })
     }
 
@@ -180,14 +189,15 @@ impl Store {
             .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))
     }
 
-    /// Changes an agent's instructions, model or workspace (the `Some` ones; an empty model
-    /// or workspace goes back to the default) and logs `agent_updated`.
+    /// Changes an agent's instructions, model, workspace or MCP servers (the `Some` ones; an
+    /// empty model or workspace goes back to the default) and logs `agent_updated`.
     pub async fn update_agent(
         &self,
         name: &str,
         instructions: Option<&str>,
         model: Option<&str>,
         workspace: Option<&str>,
+        mcp: Option<&[String]>,
     ) -> Result<AgentRow, StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
@@ -207,17 +217,24 @@ impl Store {
         if let Some(workspace) = workspace {
             agent.workspace = cleared(workspace);
         }
-        sqlx::query("UPDATE agents SET instructions = ?, model = ?, workspace = ? WHERE id = ?")
-            .bind(&agent.instructions)
-            .bind(&agent.model)
-            .bind(&agent.workspace)
-            .bind(agent.id)
-            .execute(&mut *tx)
-            .await?;
+        if let Some(mcp) = mcp {
+            agent.mcp = serde_json::to_string(mcp).unwrap_or_else(|_| "[]".to_owned());
+        }
+        sqlx::query(
+            "UPDATE agents SET instructions = ?, model = ?, workspace = ?, mcp = ? WHERE id = ?",
+        )
+        .bind(&agent.instructions)
+        .bind(&agent.model)
+        .bind(&agent.workspace)
+        .bind(&agent.mcp)
+        .bind(agent.id)
+        .execute(&mut *tx)
+        .await?;
         let body = EventBody::AgentUpdated {
             instructions: agent.instructions.clone(),
             model: agent.model.clone(),
             workspace: agent.workspace.clone(),
+            mcp: agent.mcp_servers(),
         };
         let event = insert(&mut tx, &agent.target(), &body).await?;
         tx.commit().await?;

@@ -41,6 +41,8 @@ pub struct TaskRow {
     pub output_tokens: i64,
     pub usage_estimated: bool,
     pub cost_microusd: Option<i64>,
+    /// The agent's MCP servers (a JSON list of names), as they are now.
+    pub mcp: String,
 }
 
 impl TaskRow {
@@ -53,6 +55,11 @@ impl TaskRow {
             self.usage_estimated,
             self.cost_microusd,
         )
+    }
+
+    /// The MCP servers whose tools the task gets (its agent's).
+    pub fn mcp_servers(&self) -> Vec<String> {
+        serde_json::from_str(&self.mcp).unwrap_or_default()
     }
 
     /// The tools a subagent was limited to, if any.
@@ -118,7 +125,7 @@ pub(super) const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, 
                            t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, \
                            t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms, \
                            t.input_tokens, t.cached_tokens, t.output_tokens, \
-                           t.usage_estimated, t.cost_microusd \
+                           t.usage_estimated, t.cost_microusd, a.mcp \
                            FROM tasks t JOIN agents a ON a.id = t.agent_id";
 
 fn verdict_str(verdict: Verdict) -> String {
@@ -166,13 +173,14 @@ impl Store {
         objective: &str,
         workspace: &str,
     ) -> Result<(TaskRow, LiveEvent), StoreError> {
-        let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
-            "SELECT id, instructions, model FROM agents WHERE name = ? AND deleted_at_ms IS NULL",
+        let found: Option<(i64, String, Option<String>, String)> = sqlx::query_as(
+            "SELECT id, instructions, model, mcp FROM agents \
+             WHERE name = ? AND deleted_at_ms IS NULL",
         )
         .bind(agent)
         .fetch_optional(&mut *tx)
         .await?;
-        let (agent_id, instructions, model) =
+        let (agent_id, instructions, model, mcp) =
             found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
         let row = TaskRow {
             id: String::new(),
@@ -197,6 +205,7 @@ impl Store {
             output_tokens: 0,
             usage_estimated: false,
             cost_microusd: None,
+            mcp,
         };
         insert_task_row(tx, row).await
     }

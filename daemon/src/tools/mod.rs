@@ -56,6 +56,16 @@ pub fn user_umask() -> u32 {
     USER_UMASK.get().copied().unwrap_or(0o022)
 }
 
+/// Secret variable names added at run time (web search keys, MCP tokens).
+static MORE_SECRET_ENV: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Adds secret variable names (the `[web_search]` key, MCP servers' tokens).
+pub fn add_secret_env(names: Vec<String>) {
+    if let Ok(mut more) = MORE_SECRET_ENV.write() {
+        more.extend(names);
+    }
+}
+
 /// Records extra secret variable names (the config's `api_key_env` entries).
 pub fn set_secret_env(names: Vec<String>) {
     let _ = SECRET_ENV.set(names);
@@ -68,6 +78,9 @@ pub fn is_secret_env(name: &str) -> bool {
         || SECRET_ENV
             .get()
             .is_some_and(|names| names.iter().any(|n| n == name))
+        || MORE_SECRET_ENV
+            .read()
+            .is_ok_and(|names| names.iter().any(|n| n == name))
 }
 
 /// What a tool needs from the task that called it.

@@ -29,7 +29,10 @@ pub async fn create(
     if let Some(dir) = &request.workspace {
         check_workspace(dir)?;
     }
-    let row = state
+    if let Some(servers) = &request.mcp {
+        check_mcp(&state, servers)?;
+    }
+    let mut row = state
         .store
         .create_agent(
             &request.name,
@@ -38,6 +41,12 @@ pub async fn create(
             request.workspace.as_deref(),
         )
         .await?;
+    if let Some(servers) = request.mcp.as_deref().filter(|s| !s.is_empty()) {
+        row = state
+            .store
+            .update_agent(&request.name, None, None, None, Some(servers))
+            .await?;
+    }
     Ok((
         StatusCode::CREATED,
         Json(row.to_api(&state.runtime.workspaces)),
@@ -71,6 +80,9 @@ pub async fn update(
     if let Some(dir) = request.workspace.as_deref().filter(|d| !d.is_empty()) {
         check_workspace(dir)?;
     }
+    if let Some(servers) = &request.mcp {
+        check_mcp(&state, servers)?;
+    }
     let row = state
         .store
         .update_agent(
@@ -78,6 +90,7 @@ pub async fn update(
             request.instructions.as_deref(),
             request.model.as_deref(),
             request.workspace.as_deref(),
+            request.mcp.as_deref(),
         )
         .await?;
     Ok(Json(row.to_api(&state.runtime.workspaces)))
@@ -126,6 +139,21 @@ pub async fn clear(
             action: MessageAction::Noted,
         }),
     ))
+}
+
+/// Every name must be a configured `[mcp.servers.NAME]`.
+fn check_mcp(state: &AppState, servers: &[String]) -> Result<(), ApiError> {
+    match servers.iter().find(|s| state.runtime.mcp.get(s).is_none()) {
+        None => Ok(()),
+        Some(unknown) => Err(ApiError::bad_request(format!(
+            "no MCP server {unknown:?} is configured: add [mcp.servers.{unknown}] to \
+             config.toml (configured: {})",
+            match state.runtime.mcp.names() {
+                names if names.is_empty() => "none".to_owned(),
+                names => names.join(", "),
+            }
+        ))),
+    }
 }
 
 fn check_workspace(dir: &str) -> Result<(), ApiError> {

@@ -3,9 +3,11 @@
 pub mod agents;
 pub mod daemon;
 pub mod dashboard;
+pub mod doctor;
 pub mod events;
 pub mod files;
 pub mod health;
+pub mod mcp;
 pub mod messages;
 pub mod schedules;
 pub mod tasks;

@@ -18,6 +18,8 @@ mod read_file;
 pub mod report;
 mod search;
 pub mod subagents;
+pub mod web_fetch;
+pub mod web_search;
 mod write_file;
 mod write_stdin;
 
@@ -64,6 +66,25 @@ pub fn all() -> Vec<Arc<dyn ToolHandler>> {
         Arc::new(subagents::Message),
         Arc::new(subagents::Stop),
     ]
+}
+
+/// The web tools, which share the daemon's web client: `web_fetch` always, `web_search`
+/// when a provider is configured. A subagent limited to `allowed` tools gets only those.
+pub fn register_web(
+    registry: &mut super::Registry,
+    web: &Arc<crate::web::Web>,
+    allowed: Option<&[String]>,
+) {
+    let mut tools: Vec<Arc<dyn ToolHandler>> =
+        vec![Arc::new(web_fetch::WebFetch { web: web.clone() })];
+    if web.search.is_some() {
+        tools.push(Arc::new(web_search::WebSearch { web: web.clone() }));
+    }
+    for tool in tools {
+        if allowed.is_none_or(|allowed| allowed.iter().any(|a| a == tool.name())) {
+            registry.register(tool);
+        }
+    }
 }
 
 /// Tools a subagent never gets, whatever its `tools` list says: it cannot have subagents of
