@@ -91,6 +91,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::schedule::run(&client, command, cli.json).await
         }
+        Command::Box(command) => commands::boxes::run(&client, command, cli.json).await,
         Command::Events(args) => {
             daemon_proc::ensure_running(&client).await?;
             commands::events::run(&client, args, cli.json).await

@@ -19,6 +19,10 @@
 //!
 //! [schedules]
 //! run_missed = true                 # false: a slot missed while the daemon was down is skipped
+//!
+//! [box]
+//! name = "lazyboy-box"              # the container (its volume: <name>-home); LAZYBOY_BOX_NAME wins
+//! image = "lazyboy/box:latest"      # LAZYBOY_BOX_IMAGE wins
 //! ```
 //!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
@@ -52,6 +56,18 @@ pub struct ConfigFile {
     pub retry: RetrySection,
     #[serde(default)]
     pub schedules: SchedulesSection,
+    /// `[box]`: which box container and image (`LAZYBOY_BOX_NAME`, `LAZYBOY_BOX_IMAGE` win).
+    #[serde(default, rename = "box")]
+    pub sandbox: BoxSection,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxSection {
+    /// The container's name (default `lazyboy-box`; its volume is `<name>-home`).
+    pub name: Option<String>,
+    /// The image (default `lazyboy/box:latest`, what `lazyboy box build` tags).
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

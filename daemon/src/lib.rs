@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod home;
 pub mod providers;
+pub mod sandbox;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
@@ -56,6 +57,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         daemon.home.join("workspaces"),
         shutdown.clone(),
     );
+    runtime.sandbox.set_url(&format!("http://{tcp_addr}/"));
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),

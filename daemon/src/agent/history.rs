@@ -83,6 +83,8 @@ pub struct History {
     pub subagents: Vec<String>,
     /// Subagents and commands whose results a revival note already told the model.
     pub reported: HashSet<String>,
+    /// Images recorded for calls whose result is not in yet.
+    images: Vec<Message>,
 }
 
 impl History {
@@ -109,6 +111,8 @@ impl History {
                 | EventBody::CommandStarted { .. }
                 | EventBody::CommandEnded { .. }
                 | EventBody::SubagentSpawned { .. }
+                | EventBody::BoxState { .. }
+                | EventBody::BoxLock { .. }
         ) {
             self.ending = None;
         }
@@ -210,6 +214,12 @@ impl History {
                     content: output.clone(),
                     is_error: *status != ToolStatus::Ok,
                 });
+                // Its images (screenshots) go right after it.
+                let (mine, others) = std::mem::take(&mut self.images)
+                    .into_iter()
+                    .partition(|m| matches!(m, Message::Image { call_id: id, .. } if id == call_id));
+                self.images = others;
+                self.messages.extend(mine);
                 if self.unanswered.is_empty() {
                     for text in std::mem::take(&mut self.deferred) {
                         self.messages.push(Message::User { text });
@@ -246,6 +256,17 @@ impl History {
                 }
             }
             EventBody::SubagentSpawned { task, .. } => self.subagents.push(task.clone()),
+            EventBody::ToolImage {
+                call_id,
+                path,
+                media_type,
+            } => self.images.push(Message::Image {
+                call_id: call_id.clone(),
+                media_type: media_type.clone(),
+                path: path.clone(),
+                data: None,
+            }),
+            EventBody::BoxState { .. } | EventBody::BoxLock { .. } => {}
             EventBody::AgentCreated { .. }
             | EventBody::AgentDeleted {}
             | EventBody::AgentUpdated { .. }

@@ -86,6 +86,8 @@ pub struct Runtime {
     pub store: Store,
     pub config: Config,
     pub commands: Arc<CommandRegistry>,
+    /// The box (the shared desktop in Docker) and its lock.
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// Where agents without an explicit workspace work: `<home>/workspaces/<agent>`.
     pub workspaces: PathBuf,
     /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
@@ -109,7 +111,13 @@ impl Runtime {
         workspaces: PathBuf,
         shutdown: CancellationToken,
     ) -> Arc<Runtime> {
+        let sandbox = crate::sandbox::BoxConfig::new(
+            config.file.sandbox.name.clone(),
+            config.file.sandbox.image.clone(),
+        );
+        let sandbox = crate::sandbox::Sandbox::new(store.clone(), sandbox, config.heartbeat);
         Arc::new(Runtime {
+            sandbox: Arc::new(sandbox),
             store,
             config,
             commands: Arc::new(CommandRegistry::new()),
@@ -133,6 +141,8 @@ impl Runtime {
     /// picks up the queue, and the schedules' timer starts (running missed slots once).
     /// Returns how many tasks resumed.
     pub async fn start(self: &Arc<Self>) -> Result<usize, StoreError> {
+        // Before any task resumes: who held the box survives, dead holders do not.
+        self.sandbox.recover().await?;
         let interrupted = self
             .store
             .tasks_in(&[TaskState::Running, TaskState::Recovering])
@@ -288,6 +298,7 @@ impl Runtime {
                     {
                         tracing::error!(%error, "cannot record the failure");
                     }
+                    runtime.sandbox.release(&id).await;
                 }
                 runtime.running.lock().await.remove(&id);
                 runtime.finished.send_modify(|n| *n += 1);

@@ -53,10 +53,11 @@ pub(super) async fn run(
     cancel: CancellationToken,
     steered: Arc<AtomicBool>,
 ) {
-    let tools = Registry::for_task(&TaskTools {
+    let mut tools = Registry::for_task(&TaskTools {
         subagent: task.parent_id.is_some(),
         allowed: task.allowed_tools(),
     });
+    crate::tools::handlers::register_box(&mut tools, &rt.sandbox, &task);
     let scope = Arc::new(Scope {
         rt: rt.clone(),
         task: task.clone(),
@@ -91,10 +92,16 @@ pub(super) async fn run(
             }
             tracing::info!(?verdict, "task finished");
         }
-        Err(Halt::Shutdown) => tracing::info!("task paused by shutdown"),
+        Err(Halt::Shutdown) => {
+            // The task resumes at the next start, holding the box as it did.
+            tracing::info!("task paused by shutdown");
+            return;
+        }
         Err(Halt::Store(error)) => tracing::error!(%error, "task stopped: the store failed"),
         Err(Halt::Fatal(error)) => tracing::error!(%error, "task stopped: a tool lost the store"),
     }
+    // Its turn ended (for the person, or for good): the box's screen goes to the next in line.
+    rt.sandbox.release(&turn.task.id).await;
 }
 
 pub(super) struct Turn {
@@ -243,7 +250,7 @@ impl Turn {
                     &history.plan,
                     &running,
                 ),
-                messages: history.messages.clone(),
+                messages: crate::providers::images::attach(&history.messages, &workspace).await,
                 tools: self.tool_defs(),
             };
             let reply = match self.ask_model(&provider, &request).await? {

@@ -73,6 +73,16 @@ fn api(state: AppState) -> Router {
             "/api/schedules/{id}/resume",
             post(routes::schedules::resume),
         )
+        .route("/api/box", get(routes::sandbox::status))
+        .route("/api/box/start", post(routes::sandbox::start))
+        .route("/api/box/stop", post(routes::sandbox::stop))
+        .route("/api/box/screenshot", get(routes::sandbox::screenshot))
+        .route("/api/box/takeover", post(routes::sandbox::takeover))
+        .route("/api/box/handback", post(routes::sandbox::handback))
+        .route("/novnc", get(routes::sandbox::novnc_root))
+        .route("/novnc/", get(routes::sandbox::novnc_root))
+        .route("/novnc/websockify", get(routes::sandbox::websockify))
+        .route("/novnc/{*path}", get(routes::sandbox::novnc))
         .route("/api/events", get(routes::events::all))
         .route("/api/events/page", get(routes::events::page))
         .fallback(not_found)
