@@ -11,6 +11,7 @@
 )]
 
 pub mod bench;
+pub mod boxes;
 pub mod mock_model;
 pub mod sse;
 

@@ -106,11 +106,13 @@ impl Sandbox {
     }
 
     /// A person takes the screen and browser (for `task`, else for the task holding it),
-    /// until they hand back. The box is started if needed, and the task's browser shown.
-    pub async fn takeover(&self, task: Option<TaskRow>) -> Result<(), BoxError> {
+    /// until they hand back (or, for a `handoff` from `request_box_help`, until the task's
+    /// next tool after their answer). The box is started if needed, and the task's browser
+    /// shown.
+    pub async fn takeover(&self, task: Option<TaskRow>, handoff: bool) -> Result<(), BoxError> {
         let live = self.ensure(task.as_ref()).await?;
         let mut lock = self.lock.lock().await;
-        let records = lock.takeover(task, now_ms());
+        let records = lock.takeover(task, handoff, now_ms());
         let agent = lock
             .holder
             .as_ref()
@@ -175,9 +177,15 @@ impl Sandbox {
             return Ok(());
         }
         let limit = Duration::from_secs(45);
+        let started = Instant::now();
         self.run(live, "root", &["box-browser", agent], None, limit)
             .await
             .map_err(|e| BoxError::Browser(format!("cannot open {agent}'s profile: {e}")))?;
+        tracing::info!(
+            agent,
+            ms = started.elapsed().as_millis(),
+            "the box's browser shows this agent's profile"
+        );
         self.cache().profile = Some(agent.to_owned());
         Ok(())
     }

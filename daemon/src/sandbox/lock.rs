@@ -26,6 +26,9 @@ pub struct Entry {
     /// The task (for a person: the task they took over for, if any).
     pub task: Option<TaskRow>,
     pub since_ms: i64,
+    /// A person's hold that the task's next tool ends (`request_box_help`: the person's
+    /// answer hands the box back); otherwise only a hand-back ends it.
+    pub handoff: bool,
 }
 
 impl Entry {
@@ -87,7 +90,8 @@ impl State {
             if holder.is_task(&task.id) {
                 return (Take::Held { fresh: false }, records);
             }
-            let person_for_me = holder.person && holder.task_id() == Some(task.id.as_str());
+            let person_for_me =
+                holder.person && holder.handoff && holder.task_id() == Some(task.id.as_str());
             let parent_holds = from_parent
                 && !holder.person
                 && task.parent_id.is_some()
@@ -109,6 +113,7 @@ impl State {
                 person: false,
                 task: Some(task.clone()),
                 since_ms: now,
+                handoff: false,
             };
             let holder = self.holder.as_ref().map(Entry::wire);
             records.extend(event(&entry, BoxLockAction::Queued, holder));
@@ -122,6 +127,7 @@ impl State {
             person: false,
             task: Some(task.clone()),
             since_ms: now,
+            handoff: false,
         };
         records.extend(event(&entry, BoxLockAction::Acquired, None));
         self.holder = Some(entry);
@@ -173,8 +179,9 @@ impl State {
     }
 
     /// A person takes over, for `task` when given, else for the task holding the lock. A task
-    /// holding it goes back to the head of the queue.
-    pub fn takeover(&mut self, task: Option<TaskRow>, now: i64) -> Vec<Record> {
+    /// holding it goes back to the head of the queue, unless this is a `handoff` from that
+    /// very task (`request_box_help`: its turn ends, and its next tool takes the box back).
+    pub fn takeover(&mut self, task: Option<TaskRow>, handoff: bool, now: i64) -> Vec<Record> {
         let mut records = Vec::new();
         if self.holder.as_ref().is_some_and(|h| h.person) {
             return records;
@@ -185,12 +192,15 @@ impl State {
             person: true,
             task: for_task,
             since_ms: now,
+            handoff,
         };
         if let Some(mut holder) = preempted {
             records.extend(event(&holder, BoxLockAction::Released, None));
-            holder.since_ms = now;
-            records.extend(event(&holder, BoxLockAction::Queued, Some(person.wire())));
-            self.queue.push_front(holder);
+            if !(handoff && holder.task_id() == person.task_id()) {
+                holder.since_ms = now;
+                records.extend(event(&holder, BoxLockAction::Queued, Some(person.wire())));
+                self.queue.push_front(holder);
+            }
         }
         records.extend(event(&person, BoxLockAction::Acquired, None));
         self.holder = Some(person);
@@ -212,10 +222,12 @@ impl State {
 
     /// Folds one recorded `box_lock` event (after a restart, in log order).
     pub fn replay(&mut self, task: TaskRow, action: BoxLockAction, person: bool, at_ms: i64) {
+        // A person's hold for a task is most often its `request_box_help`.
         let entry = Entry {
             person,
             task: Some(task),
             since_ms: at_ms,
+            handoff: person,
         };
         let id = entry.task_id().unwrap_or_default().to_owned();
         let same = |e: &Entry| e.person == person && e.task_id() == Some(id.as_str());
@@ -270,7 +282,25 @@ mod tests {
     use super::*;
 
     fn task(id: &str, agent: &str, parent: Option<&str>) -> TaskRow {
-        TaskRow::for_tests(id, agent, parent)
+        TaskRow {
+            id: id.into(),
+            agent_id: 1,
+            agent: agent.into(),
+            instructions: String::new(),
+            model: None,
+            thread: format!("th-{id}"),
+            objective: String::new(),
+            workspace: String::new(),
+            state: "running".into(),
+            verdict: None,
+            final_message: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            parent_id: parent.map(str::to_owned),
+            tools: None,
+            heartbeat_at_ms: None,
+            lease_expires_at_ms: None,
+        }
     }
 
     fn actions(records: &[Record]) -> Vec<(String, BoxLockAction, bool)> {
@@ -338,7 +368,7 @@ mod tests {
         let mut lock = State::default();
         lock.take(&a, false, 1);
         lock.take(&b, false, 2);
-        let records = lock.takeover(None, 3);
+        let records = lock.takeover(None, false, 3);
         assert_eq!(
             actions(&records),
             [
@@ -368,7 +398,7 @@ mod tests {
         let mut lock = State::default();
         lock.take(&a, false, 1);
         lock.release("a", 2);
-        lock.takeover(Some(a.clone()), 3);
+        lock.takeover(Some(a.clone()), true, 3);
         let (take, records) = lock.take(&a, false, 4);
         assert!(matches!(take, Take::Held { fresh: true }));
         assert_eq!(

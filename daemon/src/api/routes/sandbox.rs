@@ -50,7 +50,7 @@ pub async fn takeover(
         Some(id) => Some(state.store.task(&id).await?),
         None => None,
     };
-    state.runtime.sandbox.takeover(task).await?;
+    state.runtime.sandbox.takeover(task, false).await?;
     Ok(Json(state.runtime.sandbox.status().await))
 }
 

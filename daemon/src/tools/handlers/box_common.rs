@@ -45,6 +45,8 @@ impl BoxTask {
     /// that say who holds it), starts the box if needed and shows the agent's profile.
     /// `from_parent`: a `computer_use` subagent takes the screen from its parent.
     pub async fn screen(&self, ctx: &ToolContext, from_parent: bool) -> Result<Live, ToolError> {
+        // No box, no lock: without Docker the call fails here, having waited for nobody.
+        self.live().await?;
         let started = Instant::now();
         let mut beat = crate::bus::idle_interval(self.sandbox.heartbeat);
         let acquire = self.sandbox.acquire(&self.task, from_parent, &ctx.cancel);

@@ -85,7 +85,7 @@ impl ToolHandler for RequestBoxHelp {
             self.0.screen(ctx, false).await?;
             self.0
                 .sandbox
-                .takeover(Some(self.0.task.clone()))
+                .takeover(Some(self.0.task.clone()), true)
                 .await
                 .map_err(box_error)?;
             let link = self.0.sandbox.novnc_link();
