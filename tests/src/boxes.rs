@@ -9,10 +9,14 @@ use std::time::Duration;
 /// The test site (`box_site.py`), served inside the box at `http://127.0.0.1:8000`.
 pub const SITE: &str = "http://127.0.0.1:8000";
 
-/// A box of this test's own.
+/// A box of this test's own. Box tests run one at a time (each holds [`ONE_AT_A_TIME`]): two
+/// Chromiums starting at once on a loaded two-core machine time each other out.
 pub struct TestBox {
     pub name: String,
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Fails the test unless an engine answers and the image is built.
 pub fn require_docker() {
@@ -47,12 +51,15 @@ impl TestBox {
     pub fn new() -> TestBox {
         static N: AtomicU32 = AtomicU32::new(0);
         require_docker();
+        let turn = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let name = format!(
             "lbt-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::SeqCst)
         );
-        TestBox { name }
+        TestBox { name, _turn: turn }
     }
 
     /// The daemon's environment for this box.
@@ -237,13 +244,29 @@ pub async fn start_with_site(daemon: &crate::TestDaemon, test_box: &TestBox) {
 pub async fn wait_finished(daemon: &crate::TestDaemon, task: &str) -> lazyboy_protocol::Task {
     let client = daemon.client();
     let path = format!("/api/tasks/{task}");
-    crate::wait_for(Duration::from_secs(180), "the box task to finish", || {
+    let wait = crate::wait_for(Duration::from_secs(3600), "the box task to finish", || {
         let client = client.clone();
         let path = path.clone();
         async move {
             let task: lazyboy_protocol::Task = client.get(&path).await.ok()?;
             task.verdict.is_some().then_some(task)
         }
-    })
-    .await
+    });
+    match tokio::time::timeout(Duration::from_secs(180), wait).await {
+        Ok(task) => task,
+        Err(_) => {
+            // What the tasks did, for the failure message.
+            for event in crate::all_events(daemon, 0).await {
+                if !matches!(event.kind.as_str(), "assistant_delta" | "heartbeat") {
+                    eprintln!("{} {:?} {} {}", event.seq, event.task, event.kind, event.data);
+                }
+            }
+            let log = crate::stderr_of(daemon.home());
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            for line in tail.into_iter().rev() {
+                eprintln!("{line}");
+            }
+            panic!("timed out after 180 s waiting for {task} to finish");
+        }
+    }
 }

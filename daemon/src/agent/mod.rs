@@ -246,6 +246,10 @@ impl Runtime {
             running.values().filter(|r| r.parent.is_none()).count()
         };
         for task in self.store.tasks_in(&[TaskState::Queued]).await? {
+            // A loop just spawned has not marked its task running yet: never start a second.
+            if running.contains_key(&task.id) {
+                continue;
+            }
             if task.parent_id.is_some() {
                 self.spawn(&mut running, task);
                 continue;

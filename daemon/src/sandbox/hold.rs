@@ -72,9 +72,12 @@ impl Sandbox {
         }
     }
 
-    /// What a task waiting for the lock is waiting for, for its heartbeat.
-    pub async fn waiting_for(&self) -> String {
-        let lock = self.lock.lock().await;
+    /// What a task waiting for the lock is waiting for, for its heartbeat. Never waits: the
+    /// waiter's own `acquire` may hold the lock's mutex, suspended in the same `select!`.
+    pub fn waiting_for(&self) -> String {
+        let Ok(lock) = self.lock.try_lock() else {
+            return "waiting for the box".to_owned();
+        };
         match &lock.holder {
             Some(h) if h.person => "waiting for the box: a person has taken it over".to_owned(),
             Some(h) => {

@@ -48,25 +48,27 @@ impl BoxTask {
         // No box, no lock: without Docker the call fails here, having waited for nobody.
         self.live().await?;
         let started = Instant::now();
-        let mut beat = crate::bus::idle_interval(self.sandbox.heartbeat);
-        let acquire = self.sandbox.acquire(&self.task, from_parent, &ctx.cancel);
-        let mut acquire = std::pin::pin!(acquire);
-        loop {
-            tokio::select! {
-                taken = &mut acquire => {
-                    taken.map_err(box_error)?;
-                    break;
-                }
-                _ = beat.tick() => {
-                    let line = self.sandbox.waiting_for().await;
-                    let elapsed = started.elapsed();
-                    let body = EventBody::Heartbeat {
-                        operation: format!("{line}, {} s", elapsed.as_secs()),
-                        elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-                    };
-                    ctx.scope.record(body).await?;
+        // The heartbeats are a future of their own, polled beside the acquisition: a `select!`
+        // branch body that records one would stall an acquisition suspended mid-write.
+        let beats = async {
+            let mut beat = crate::bus::idle_interval(self.sandbox.heartbeat);
+            loop {
+                beat.tick().await;
+                let elapsed = started.elapsed();
+                let body = EventBody::Heartbeat {
+                    operation: format!("{}, {} s", self.sandbox.waiting_for(), elapsed.as_secs()),
+                    elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                };
+                if let Err(error) = ctx.scope.record(body).await {
+                    return error;
                 }
             }
+        };
+        tokio::select! {
+            taken = self.sandbox.acquire(&self.task, from_parent, &ctx.cancel) => {
+                taken.map_err(box_error)?;
+            }
+            error = beats => return Err(error.into()),
         }
         let live = self.live().await?;
         self.sandbox

@@ -132,7 +132,9 @@ impl ToolHandler for Computer {
         Box::pin(async move {
             let args: Args = parse(self, args)?;
             let gesture = gesture(&args).map_err(respond)?;
+            tracing::debug!(action = %args.action, "computer: taking the screen");
             let live = self.0.screen(ctx, true).await?;
+            tracing::debug!(action = %args.action, "computer: has the screen");
             if args.action == "wait" {
                 let ms = args.amount.unwrap_or(1000).clamp(0, 10_000);
                 tokio::time::sleep(Duration::from_millis(u64::from(ms.unsigned_abs()))).await;
@@ -145,6 +147,7 @@ impl ToolHandler for Computer {
                     .await
                     .map_err(box_error)?;
             }
+            tracing::debug!(action = %args.action, "computer: input done");
             let shot = super::screenshot::capture(&self.0, ctx).await?;
             Ok(Handled::Output(ToolOutput::ok(format!(
                 "{}: done; {shot}",
