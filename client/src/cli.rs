@@ -33,6 +33,10 @@ pub enum Command {
     /// Run the daemon as a login service (systemd user unit on Linux, launchd agent on macOS).
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// The box: the agents' shared Linux desktop in Docker (build its image, see who holds
+    /// it, start or stop it).
+    #[command(subcommand, name = "box")]
+    Box(BoxCommand),
     /// Print the event log.
     Events(EventsArgs),
     /// Hand an agent a job on a cron schedule (crontab syntax, local time); schedules fire
@@ -107,6 +111,23 @@ pub struct RunArgs {
     /// The directory to work in (default: the current directory).
     #[arg(long)]
     pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BoxCommand {
+    /// Build the box's image (lazyboy/box:<hash>, tagged :latest) with Docker; needs no
+    /// daemon. Skipped when the image for these sources exists.
+    Build {
+        /// Build even if it exists (Docker's layer cache still applies).
+        #[arg(long)]
+        force: bool,
+    },
+    /// The box's state, who holds its screen and who waits (`--json` for the API's answer).
+    Status,
+    /// Start the box (create its container on first use) and wait until its browser answers.
+    Start,
+    /// Stop the box, closing its browser first so logins are kept.
+    Stop,
 }
 
 #[derive(Debug, Subcommand)]

@@ -25,6 +25,10 @@
 //! input = 2.0
 //! cached_input = 0.5
 //! output = 8.0
+//!
+//! [box]
+//! name = "lazyboy-box"              # the container (its volume: <name>-home); LAZYBOY_BOX_NAME wins
+//! image = "lazyboy/box:latest"      # LAZYBOY_BOX_IMAGE wins
 //! ```
 //!
 //! `[web]`, `[web_search]` and `[mcp.servers.NAME]` are described in `web/mod.rs`,
@@ -71,6 +75,9 @@ pub struct ConfigFile {
     pub web_search: crate::web::search::WebSearchSection,
     #[serde(default)]
     pub mcp: crate::mcp::McpSection,
+    /// `[box]`: which box container and image (`LAZYBOY_BOX_NAME`, `LAZYBOY_BOX_IMAGE` win).
+    #[serde(default, rename = "box")]
+    pub sandbox: BoxSection,
 }
 
 /// A model's price in US dollars per million tokens.
@@ -93,6 +100,15 @@ impl Price {
             + self.output * output as f64;
         cost.max(0.0).round() as u64
     }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxSection {
+    /// The container's name (default `lazyboy-box`; its volume is `<name>-home`).
+    pub name: Option<String>,
+    /// The image (default `lazyboy/box:latest`, what `lazyboy box build` tags).
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

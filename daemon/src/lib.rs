@@ -14,6 +14,7 @@ pub mod context;
 pub mod home;
 pub mod mcp;
 pub mod providers;
+pub mod sandbox;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
@@ -62,6 +63,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         daemon.home.join("workspaces"),
         shutdown.clone(),
     );
+    runtime.sandbox.set_url(&format!("http://{tcp_addr}/"));
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),

@@ -385,6 +385,32 @@ pub enum EventBody {
         due_at_ms: i64,
         missed: bool,
     },
+    /// The box changed state because of this task's call (or of a person's request while this
+    /// task held its lock).
+    BoxState {
+        state: BoxState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The box's screen and browser lock moved: this task (`agent`, `task`) acquired it,
+    /// queued for it, or released it (or left the queue). `person`: the person took it or
+    /// gave it back on this task's behalf. `holder`: who held it when this task queued.
+    BoxLock {
+        action: BoxLockAction,
+        agent: String,
+        task: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        person: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        holder: Option<BoxHolder>,
+    },
+    /// An image (a screenshot) that goes with call `call_id`'s result: a PNG file at `path`,
+    /// relative to the task's workspace. Recorded before the result.
+    ToolImage {
+        call_id: String,
+        path: String,
+        media_type: String,
+    },
     /// A slot went by without a task: it was missed and `skip_missed` (or the config's
     /// `[schedules] run_missed = false`) says so, or the task could not be queued (`reason`).
     ScheduleSkipped {
@@ -421,6 +447,9 @@ pub enum Effect {
     Person,
     /// Changes the task itself (plan, messages, reports, memory, subagents).
     Control,
+    /// Drives the box's screen or browser (it takes the box's lock): what a person sees on
+    /// the shared desktop. Commands and files inside the box are `command`.
+    Box,
 }
 
 impl Effect {
@@ -432,6 +461,7 @@ impl Effect {
             Effect::Network => "network",
             Effect::Person => "person",
             Effect::Control => "control",
+            Effect::Box => "box",
         }
     }
 }
@@ -693,6 +723,95 @@ pub struct ScheduleList {
     pub schedules: Vec<Schedule>,
 }
 
+/// `GET /api/box`: the box (the shared Linux desktop in Docker) as the daemon sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BoxStatus {
+    pub state: BoxState,
+    /// Why it is `unavailable` or in `error` (what to do about it).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The image the daemon runs (`lazyboy/box:latest` unless configured).
+    #[serde(default)]
+    pub image: Option<String>,
+    /// The container's name, when it exists.
+    #[serde(default)]
+    pub container: Option<String>,
+    /// Who holds the screen and browser.
+    #[serde(default)]
+    pub holder: Option<BoxHolder>,
+    /// Who waits for them, first in line first.
+    #[serde(default)]
+    pub queue: Vec<BoxHolder>,
+    /// Where a person watches and takes over: the daemon's `/novnc/` page (a path on the
+    /// daemon's own origin), once the box runs.
+    #[serde(default)]
+    pub novnc: Option<String>,
+}
+
+/// Where the box is.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BoxState {
+    /// No Docker engine answers, or the image is missing (`reason` says which).
+    #[default]
+    Unavailable,
+    /// Docker and the image are there; the container is not created yet.
+    Absent,
+    Stopped,
+    /// The container runs; its browser does not answer yet.
+    Starting,
+    /// The container runs and its browser answers (CDP).
+    Running,
+    /// It failed to start or died (`reason`).
+    Error,
+}
+
+impl BoxState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoxState::Unavailable => "unavailable",
+            BoxState::Absent => "absent",
+            BoxState::Stopped => "stopped",
+            BoxState::Starting => "starting",
+            BoxState::Running => "running",
+            BoxState::Error => "error",
+        }
+    }
+}
+
+/// A holder of the box's lock, or one waiting for it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BoxHolder {
+    /// A person (taking over) rather than a task.
+    #[serde(default)]
+    pub person: bool,
+    /// The task (for a person: the task they took over for, if any).
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// When it took the lock (or joined the queue).
+    pub since_ms: i64,
+}
+
+/// What a [`EventBody::BoxLock`] records.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BoxLockAction {
+    Acquired,
+    Queued,
+    Released,
+}
+
+/// `POST /api/box/takeover`: a person takes the screen and browser (for `task`: the one
+/// that asked for help; default: the task holding the lock, if any) until they hand back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BoxTakeover {
+    #[serde(default)]
+    pub task: Option<String>,
+}
+
 impl EventBody {
     /// The `kind` string of this body.
     pub fn kind(&self) -> &'static str {
@@ -726,6 +845,9 @@ impl EventBody {
             EventBody::ScheduleResumed { .. } => "schedule_resumed",
             EventBody::ScheduleFired { .. } => "schedule_fired",
             EventBody::ScheduleSkipped { .. } => "schedule_skipped",
+            EventBody::BoxState { .. } => "box_state",
+            EventBody::BoxLock { .. } => "box_lock",
+            EventBody::ToolImage { .. } => "tool_image",
         }
     }
 
@@ -905,6 +1027,27 @@ mod tests {
                 schedule: "s-1".into(),
                 due_at_ms: 1,
                 reason: "r".into(),
+            },
+            EventBody::BoxState {
+                state: BoxState::Unavailable,
+                reason: Some("no engine".into()),
+            },
+            EventBody::BoxLock {
+                action: BoxLockAction::Queued,
+                agent: "a".into(),
+                task: "t-1".into(),
+                person: false,
+                holder: Some(BoxHolder {
+                    person: true,
+                    task: None,
+                    agent: None,
+                    since_ms: 1,
+                }),
+            },
+            EventBody::ToolImage {
+                call_id: "c".into(),
+                path: ".lazyboy-output/c.png".into(),
+                media_type: "image/png".into(),
             },
         ];
         for body in bodies {

@@ -11,6 +11,7 @@
 )]
 
 pub mod bench;
+pub mod boxes;
 pub mod browser;
 pub mod history;
 pub mod mcp_servers;

@@ -88,6 +88,8 @@ pub struct History {
     pub reported: HashSet<String>,
     /// The latest summary of the task's older rounds: the seq it covers up to, and its text.
     pub summary: Option<(i64, String)>,
+    /// Images recorded for calls whose result is not in yet.
+    images: Vec<Message>,
 }
 
 impl History {
@@ -131,6 +133,8 @@ impl History {
                 | EventBody::ModelUsage { .. }
                 | EventBody::Summary { .. }
                 | EventBody::Deliverables { .. }
+                | EventBody::BoxState { .. }
+                | EventBody::BoxLock { .. }
         ) {
             self.ending = None;
         }
@@ -244,6 +248,14 @@ impl History {
                     },
                     Kind::Result,
                 );
+                // Its images (screenshots) go right after it.
+                let (mine, others): (Vec<Message>, Vec<Message>) = std::mem::take(&mut self.images)
+                    .into_iter()
+                    .partition(|m| matches!(m, Message::Image { call_id: id, .. } if id == call_id));
+                self.images = others;
+                for image in mine {
+                    self.push(image, Kind::Result);
+                }
                 if self.unanswered.is_empty() {
                     for (text, seq) in std::mem::take(&mut self.deferred) {
                         self.messages.push(Message::User { text });
@@ -287,6 +299,17 @@ impl History {
             EventBody::Summary { upto_seq, text } => {
                 self.summary = Some((*upto_seq, text.clone()));
             }
+            EventBody::ToolImage {
+                call_id,
+                path,
+                media_type,
+            } => self.images.push(Message::Image {
+                call_id: call_id.clone(),
+                media_type: media_type.clone(),
+                path: path.clone(),
+                data: None,
+            }),
+            EventBody::BoxState { .. } | EventBody::BoxLock { .. } => {}
             EventBody::AgentCreated { .. }
             | EventBody::AgentDeleted {}
             | EventBody::AgentUpdated { .. }

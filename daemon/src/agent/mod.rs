@@ -90,6 +90,8 @@ pub struct Runtime {
     pub store: Store,
     pub config: Config,
     pub commands: Arc<CommandRegistry>,
+    /// The box (the shared desktop in Docker) and its lock.
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// Where agents without an explicit workspace work: `<home>/workspaces/<agent>`.
     pub workspaces: PathBuf,
     /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
@@ -116,9 +118,15 @@ impl Runtime {
         workspaces: PathBuf,
         shutdown: CancellationToken,
     ) -> Arc<Runtime> {
+        let sandbox = crate::sandbox::BoxConfig::new(
+            config.file.sandbox.name.clone(),
+            config.file.sandbox.image.clone(),
+        );
+        let sandbox = crate::sandbox::Sandbox::new(store.clone(), sandbox, config.heartbeat);
         Arc::new(Runtime {
             web: Arc::new(crate::web::Web::configured(&config.file)),
             mcp: Arc::new(crate::mcp::Manager::new(&config.file.mcp)),
+            sandbox: Arc::new(sandbox),
             store,
             config,
             commands: Arc::new(CommandRegistry::new()),
@@ -142,6 +150,8 @@ impl Runtime {
     /// picks up the queue, and the schedules' timer starts (running missed slots once).
     /// Returns how many tasks resumed.
     pub async fn start(self: &Arc<Self>) -> Result<usize, StoreError> {
+        // Before any task resumes: who held the box survives, dead holders do not.
+        self.sandbox.recover().await?;
         let interrupted = self
             .store
             .tasks_in(&[TaskState::Running, TaskState::Recovering])
@@ -245,6 +255,10 @@ impl Runtime {
             running.values().filter(|r| r.parent.is_none()).count()
         };
         for task in self.store.tasks_in(&[TaskState::Queued]).await? {
+            // A loop just spawned has not marked its task running yet: never start a second.
+            if running.contains_key(&task.id) {
+                continue;
+            }
             if task.parent_id.is_some() {
                 self.spawn(&mut running, task);
                 continue;
@@ -297,6 +311,7 @@ impl Runtime {
                     {
                         tracing::error!(%error, "cannot record the failure");
                     }
+                    runtime.sandbox.release(&id).await;
                 }
                 runtime.running.lock().await.remove(&id);
                 runtime.finished.send_modify(|n| *n += 1);

@@ -177,11 +177,12 @@ impl Runtime {
             (None, Some(text)) if !text.trim().is_empty() => text.trim().to_owned(),
             _ => return Err(AnswerError::Empty),
         };
+        let output = crate::tools::handlers::box_help::answered(&name, &text);
         let result = EventBody::ToolResult {
             call_id,
             name,
             status: ToolStatus::Ok,
-            output: format!("The person answered: {text}"),
+            output,
             progress: false,
         };
         let event = self.store.append_to_task(task, &result).await?;

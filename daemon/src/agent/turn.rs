@@ -68,6 +68,7 @@ pub(super) async fn run(
         () = cancel.cancelled() => {}
         () = rt.shutdown.cancelled() => {}
     }
+    crate::tools::handlers::register_box(&mut tools, &rt.sandbox, &task);
     let scope = Arc::new(Scope {
         rt: rt.clone(),
         task: task.clone(),
@@ -103,10 +104,16 @@ pub(super) async fn run(
             }
             tracing::info!(?verdict, "task finished");
         }
-        Err(Halt::Shutdown) => tracing::info!("task paused by shutdown"),
+        Err(Halt::Shutdown) => {
+            // The task resumes at the next start, holding the box as it did.
+            tracing::info!("task paused by shutdown");
+            return;
+        }
         Err(Halt::Store(error)) => tracing::error!(%error, "task stopped: the store failed"),
         Err(Halt::Fatal(error)) => tracing::error!(%error, "task stopped: a tool lost the store"),
     }
+    // Its turn ended (for the person, or for good): the box's screen goes to the next in line.
+    rt.sandbox.release(&turn.task.id).await;
 }
 
 pub(super) struct Turn {
@@ -267,7 +274,7 @@ impl Turn {
             self.maybe_summarize(&mut window, &provider, &history, &built);
             let request = ModelRequest {
                 system,
-                messages: built.messages,
+                messages: crate::providers::images::attach(&built.messages, &workspace).await,
                 tools: tools.clone(),
             };
             let reply = match self.ask_model(&provider, &request).await? {

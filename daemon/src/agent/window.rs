@@ -19,7 +19,7 @@ use super::history::History;
 use super::turn::{Halt, Turn};
 use crate::context::tokens::Counter;
 use crate::context::{self, Built, Kind, Parts, TooBig, output_reserve};
-use crate::providers::{Message, ModelReply, ModelRequest, Provider, TokenUsage, ToolDef};
+use crate::providers::{Message, ModelReply, ModelRequest, Provider, TokenUsage, ToolDef, images};
 use crate::store::TaskRow;
 use crate::store::conversation::Line;
 
@@ -28,6 +28,9 @@ pub const RECENT_LINES: u32 = 32;
 /// Rounds left out and not yet summarized before a summary pass starts (fewer are not worth
 /// a model request: the request notes what it leaves out).
 pub const SUMMARY_EVERY: usize = 8;
+/// What one screenshot costs in a request (a 1280x800 PNG: about 1,100 tokens for OpenAI's
+/// tiles, 1,365 for Anthropic's width × height / 750).
+const IMAGE_TOKENS: u64 = 1400;
 /// How much of one tool result or argument a summary pass reads.
 const EXCERPT: usize = 1500;
 
@@ -44,6 +47,8 @@ pub(super) struct Window {
     tokens: Vec<u64>,
     stub_tokens: Vec<u64>,
     tools: u64,
+    /// Images in the history: the latest [`images::KEEP`] of them are sent.
+    images: usize,
     /// The agent's earlier conversation, for the system prompt.
     pub(super) prior: Option<String>,
     context: u64,
@@ -60,6 +65,7 @@ impl Window {
             counter,
             tokens: Vec::new(),
             stub_tokens: Vec::new(),
+            images: 0,
             prior: None,
             context: provider.config().context_tokens,
             pass: None,
@@ -72,12 +78,16 @@ impl Window {
         let new = self.tokens.len()..history.messages.len();
         for (message, meta) in history.messages[new.clone()].iter().zip(&history.meta[new]) {
             let tokens = self.counter.message(message);
+            self.images += usize::from(matches!(message, Message::Image { .. }));
             self.tokens.push(tokens);
             self.stub_tokens
                 .push(context::stub_tokens(&self.counter, message, *meta, tokens));
         }
         let parts = Parts {
-            fixed: self.counter.text(system) + 4 + self.tools,
+            fixed: self.counter.text(system)
+                + 4
+                + self.tools
+                + IMAGE_TOKENS * self.images.min(images::KEEP) as u64,
             messages: &history.messages,
             meta: &history.meta,
             tokens: &self.tokens,
@@ -403,5 +413,6 @@ fn render(message: &Message, kind: Kind, seq: i64) -> String {
             let how = if *is_error { "error" } else { "result" };
             format!("#{seq} {how} of {name}: {}", excerpt(content))
         }
+        Message::Image { path, .. } => format!("#{seq} image {path}"),
     }
 }

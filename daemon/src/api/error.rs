@@ -96,6 +96,20 @@ impl From<MessageError> for ApiError {
     }
 }
 
+impl From<crate::sandbox::BoxError> for ApiError {
+    fn from(error: crate::sandbox::BoxError) -> ApiError {
+        use crate::sandbox::BoxError;
+        let (status, code) = match &error {
+            BoxError::Unavailable(_) | BoxError::NoImage(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "box_unavailable")
+            }
+            BoxError::Tool(_) => (StatusCode::CONFLICT, "box_not_running"),
+            _ => (StatusCode::BAD_GATEWAY, "box_error"),
+        };
+        ApiError::new(status, code, error.to_string())
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> ApiError {
         match error {

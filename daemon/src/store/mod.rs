@@ -6,6 +6,7 @@
 //! order. Reads use a separate pool and never wait behind a write (WAL).
 
 mod agents;
+mod box_log;
 pub mod conversation;
 mod events;
 mod memories;

@@ -16,7 +16,7 @@ use tokio::process::Child;
 use super::commands::MARKER;
 
 /// Where commands run and files live.
-pub trait Machine: Send + Sync {
+pub trait Machine: Send + Sync + std::fmt::Debug {
     /// `host` or `box`: results and descriptions name it, so the model knows where it acted.
     fn name(&self) -> &'static str;
     /// Starts `script` under a shell in `workdir`, stdin/stdout/stderr piped, as the leader
@@ -27,6 +27,13 @@ pub trait Machine: Send + Sync {
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>>;
     /// Writes a whole file (created or replaced).
     fn write<'a>(&'a self, path: &'a Path, bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
+    /// Whether `path` is a directory to run in (checked before a command starts).
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+    /// Kills what command `marker` left on this machine beyond its process group here (the
+    /// box: the processes inside the container, which outlive the `docker exec` client).
+    fn kill(&self, _marker: &str) {}
 }
 
 /// The person's computer.
