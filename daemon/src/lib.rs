@@ -10,6 +10,7 @@ pub mod api;
 pub mod bus;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod context;
 pub mod home;
 pub mod providers;
@@ -72,9 +73,22 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             protocol: PROTOCOL_VERSION,
             home: daemon.home.display().to_string(),
             url: format!("http://{tcp_addr}/"),
+            sandbox: match confine::status() {
+                Ok(what) => what.clone(),
+                Err(why) => format!("unavailable: {why}"),
+            },
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
+    match confine::status() {
+        Ok(what) => tracing::info!(sandbox = %what, "agents' host commands can be confined"),
+        Err(why) => tracing::warn!(
+            %why,
+            "agents' host commands cannot be confined here: agents whose sandbox is not `off` \
+             will have their commands refused"
+        ),
+    }
+    tokio::spawn(confine::reaper::run(shutdown.clone()));
 
     let tcp = daemon.tcp.tap_io(|stream| {
         // Events are small writes that must leave at once.

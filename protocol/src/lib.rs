@@ -7,6 +7,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod boundaries;
+pub use boundaries::{
+    APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,
+};
+
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
 pub const PROTOCOL_VERSION: u32 = 3;
 
@@ -57,6 +62,10 @@ pub struct Health {
     /// The URL of the dashboard (the TCP listener).
     #[serde(default)]
     pub url: String,
+    /// What confines agents' host commands here: "landlock (ABI 7)", or why nothing can
+    /// (then the `workspace-write` and `read-only` sandboxes refuse to run commands).
+    #[serde(default)]
+    pub sandbox: String,
 }
 
 /// Every API error body: `{"error":{"code":"...","message":"..."}}`.
@@ -84,6 +93,15 @@ pub struct CreateAgent {
     /// An absolute directory the agent's tasks work in; default: `<home>/workspaces/<name>`.
     #[serde(default)]
     pub workspace: Option<String>,
+    /// Effects whose calls wait for the person's approval (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<Effect>>,
+    /// `exec_command` rules that need no approval: "git status", "cargo test*".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    /// Where its host commands may write (default: `workspace-write`; `off` for `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
 }
 
 /// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
@@ -97,6 +115,14 @@ pub struct UpdateAgent {
     pub model: Option<String>,
     #[serde(default)]
     pub workspace: Option<String>,
+    /// Replaces the effects that need approval (an empty list: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<Effect>>,
+    /// Replaces the `exec_command` allow rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
 }
 
 /// An agent as the API shows it, with what it is doing now.
@@ -128,6 +154,15 @@ pub struct Agent {
     /// What all its tasks' model requests cost.
     #[serde(default)]
     pub usage: Usage,
+    /// Effects whose calls wait for the person's approval.
+    #[serde(default)]
+    pub approve: Vec<Effect>,
+    /// `exec_command` rules that need no approval.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Where its host commands may write (the value in force, default included).
+    #[serde(default)]
+    pub sandbox: Sandbox,
 }
 
 /// What an agent is doing, from its tasks.
@@ -296,6 +331,19 @@ pub enum EventBody {
         options: Vec<String>,
         /// For a takeover: login, 2fa, captcha, authorization or other.
         takeover: Option<String>,
+        /// Set when the runtime asks the person to approve a call before it runs (the agent's
+        /// `approve` policy): what exactly will run. Options are [`APPROVAL_OPTIONS`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Approval>,
+    },
+    /// The person decided on a call waiting for approval. A denied call gets its result
+    /// ("denied by the person: ...") right after this; an approved one runs when the task
+    /// resumes, followed by the rest of its batch.
+    ApprovalDecided {
+        call_id: String,
+        decision: Decision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Something the runtime told the model (a reminder, a recovery note).
     RuntimeNote { text: String },
@@ -401,6 +449,8 @@ pub enum Effect {
     Person,
     /// Changes the task itself (plan, messages, reports, memory, subagents).
     Control,
+    /// Acts in the agent's desktop box (a Docker container).
+    Box,
 }
 
 impl Effect {
@@ -412,6 +462,7 @@ impl Effect {
             Effect::Network => "network",
             Effect::Person => "person",
             Effect::Control => "control",
+            Effect::Box => "box",
         }
     }
 }
@@ -689,6 +740,7 @@ impl EventBody {
             EventBody::PlanUpdated { .. } => "plan_updated",
             EventBody::AgentMessage { .. } => "agent_message",
             EventBody::Question { .. } => "question",
+            EventBody::ApprovalDecided { .. } => "approval_decided",
             EventBody::RuntimeNote { .. } => "runtime_note",
             EventBody::Heartbeat { .. } => "heartbeat",
             EventBody::TaskFinished { .. } => "task_finished",
@@ -813,6 +865,27 @@ mod tests {
                 question: "which?".into(),
                 options: vec!["a".into()],
                 takeover: None,
+                approval: None,
+            },
+            EventBody::Question {
+                call_id: "c".into(),
+                question: "run `make`?".into(),
+                options: APPROVAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+                takeover: None,
+                approval: Some(Approval {
+                    command: Some("make".into()),
+                    ..Approval::new(
+                        "exec_command",
+                        Effect::Command,
+                        "run `make`".into(),
+                        "{}".into(),
+                    )
+                }),
+            },
+            EventBody::ApprovalDecided {
+                call_id: "c".into(),
+                decision: Decision::Deny,
+                reason: Some("not now".into()),
             },
             EventBody::Heartbeat {
                 operation: "model".into(),
