@@ -80,6 +80,19 @@ pub enum Command {
     Stop { task: String },
     /// Continue a task that ended (blocked, failed, out of budget, stopped) with its history.
     Continue { task: String },
+    /// Approve the call a task waits on: it runs, then the task goes on.
+    Approve {
+        task: String,
+        /// Also approve the same call (same command, file or URL) for the rest of the task.
+        #[arg(long)]
+        for_task: bool,
+    },
+    /// Deny the call a task waits on: it never runs; the agent is told why.
+    Deny {
+        task: String,
+        /// What the agent reads ("denied by the person: <reason>").
+        reason: Option<String>,
+    },
     /// Answer a task's question (free text, or --option N); the same task resumes.
     Answer {
         task: String,
@@ -200,6 +213,18 @@ pub struct AgentSettings {
     /// The directory its tasks work in; "" for the default (under the home).
     #[arg(long)]
     pub workspace: Option<String>,
+    /// Effects whose calls wait for your approval, comma-separated: command,
+    /// workspace_write, network, box; "" for none (the default).
+    #[arg(long, value_name = "EFFECTS")]
+    pub approve: Option<String>,
+    /// An exec_command rule that needs no approval: "git status" (exactly), "cargo test*"
+    /// (a prefix); repeat it for more; "" clears the list.
+    #[arg(long, value_name = "RULE")]
+    pub allow: Option<Vec<String>>,
+    /// Where its host commands may write: workspace-write (the default for named agents),
+    /// read-only, or off (unconfined; the default for `default`).
+    #[arg(long, value_parser = ["workspace-write", "read-only", "off"])]
+    pub sandbox: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

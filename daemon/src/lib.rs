@@ -23,7 +23,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use lazyboy_protocol::{Health, PROTOCOL_VERSION};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -90,16 +89,19 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     }
     tokio::spawn(confine::reaper::run(shutdown.clone()));
 
-    let tcp = daemon.tcp.tap_io(|stream| {
-        // Events are small writes that must leave at once.
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "set_nodelay failed");
-        }
-    });
-    let tcp_server = axum::serve(tcp, api::tcp_router(state.clone(), daemon.guard))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let socket_server = axum::serve(daemon.socket, api::socket_router(state))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let tcp = api::listeners::Tcp(daemon.tcp);
+    // Each connection learns whether an agent's process is on its other end (`api::peers`).
+    let tcp_server = axum::serve(
+        tcp,
+        api::tcp_router(state.clone(), daemon.guard)
+            .into_make_service_with_connect_info::<api::peers::Peer>(),
+    )
+    .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let socket_server = axum::serve(
+        daemon.socket,
+        api::socket_router(state).into_make_service_with_connect_info::<api::peers::Peer>(),
+    )
+    .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     match runtime.start().await {
         Ok(0) => {}
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),

@@ -1,5 +1,6 @@
 //! One file per verb.
 
+pub mod approve;
 pub mod completions;
 pub mod daemon;
 pub mod events;

@@ -7,13 +7,14 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use lazyboy_protocol::{
-    Agent, AgentList, CreateAgent, EventBody, MessageAccepted, MessageAction, UpdateAgent,
-    valid_agent_name,
+    Agent, AgentList, CreateAgent, Effect, EventBody, MessageAccepted, MessageAction, Sandbox,
+    UpdateAgent, approvable, valid_agent_name,
 };
 
 use crate::agent::RemoveError;
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::store::BoundaryChange;
 
 pub async fn create(
     State(state): State<AppState>,
@@ -29,13 +30,15 @@ pub async fn create(
     if let Some(dir) = &request.workspace {
         check_workspace(dir)?;
     }
+    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
     let row = state
         .store
-        .create_agent(
+        .create_agent_with(
             &request.name,
             request.instructions.as_deref().unwrap_or(""),
             request.model.as_deref().filter(|m| !m.is_empty()),
             request.workspace.as_deref(),
+            &boundaries,
         )
         .await?;
     Ok((
@@ -71,13 +74,15 @@ pub async fn update(
     if let Some(dir) = request.workspace.as_deref().filter(|d| !d.is_empty()) {
         check_workspace(dir)?;
     }
+    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
     let row = state
         .store
-        .update_agent(
+        .update_agent_with(
             &name,
             request.instructions.as_deref(),
             request.model.as_deref(),
             request.workspace.as_deref(),
+            &boundaries,
         )
         .await?;
     Ok(Json(row.to_api(&state.runtime.workspaces)))
@@ -126,6 +131,42 @@ pub async fn clear(
             action: MessageAction::Noted,
         }),
     ))
+}
+
+/// The boundaries a request sets: only effects that change something can need approval,
+/// and allow rules are trimmed, empty ones dropped.
+fn boundaries(
+    approve: Option<Vec<Effect>>,
+    allow: Option<Vec<String>>,
+    sandbox: Option<Sandbox>,
+) -> Result<BoundaryChange, ApiError> {
+    if let Some(effect) = approve.iter().flatten().find(|e| !approvable(**e)) {
+        return Err(ApiError::bad_request(format!(
+            "{} calls cannot wait for approval: name command, workspace_write, network or box",
+            effect.as_str()
+        )));
+    }
+    let approve = approve.map(|effects| {
+        let mut unique: Vec<Effect> = Vec::new();
+        for effect in effects {
+            if !unique.contains(&effect) {
+                unique.push(effect);
+            }
+        }
+        unique
+    });
+    let allow = allow.map(|rules| {
+        rules
+            .into_iter()
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .collect()
+    });
+    Ok(BoundaryChange {
+        approve,
+        allow,
+        sandbox,
+    })
 }
 
 fn check_workspace(dir: &str) -> Result<(), ApiError> {
