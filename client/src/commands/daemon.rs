@@ -44,6 +44,9 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
             "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}",
             health.version, health.pid, health.home, health.url
         );
+        if !health.sandbox.is_empty() {
+            println!("sandbox:   {}", health.sandbox);
+        }
     }
     Ok(())
 }

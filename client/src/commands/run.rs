@@ -149,7 +149,9 @@ pub async fn follow(
                             }
                         }
                         Some(EventBody::Question { options, .. }) => question = Some(options),
-                        Some(EventBody::ToolResult { .. }) => question = None,
+                        Some(
+                            EventBody::ToolResult { .. } | EventBody::ApprovalDecided { .. },
+                        ) => question = None,
                         _ => {}
                     }
                 }

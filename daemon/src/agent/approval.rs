@@ -176,3 +176,143 @@ impl Runtime {
         Ok(event.seq)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use lazyboy_protocol::{Approval, Effect, ToolCallRecord};
+
+    use super::*;
+
+    fn call(id: &str) -> ToolCallRecord {
+        ToolCallRecord {
+            id: id.into(),
+            name: "exec_command".into(),
+            arguments: format!(r#"{{"cmd":"echo {id}"}}"#),
+        }
+    }
+
+    fn asked(id: &str) -> EventBody {
+        let mut approval = Approval::new("exec_command", Effect::Command, "s".into(), "{}".into());
+        approval.command = Some(format!("echo {id}"));
+        EventBody::Question {
+            call_id: id.into(),
+            question: "Approve?".into(),
+            options: APPROVAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+            takeover: None,
+            approval: Some(approval),
+        }
+    }
+
+    fn decided(id: &str, decision: Decision) -> EventBody {
+        EventBody::ApprovalDecided {
+            call_id: id.into(),
+            decision,
+            reason: None,
+        }
+    }
+
+    fn started(id: &str) -> EventBody {
+        EventBody::ToolCall {
+            call_id: id.into(),
+            name: "exec_command".into(),
+            arguments: "{}".into(),
+            effect: Some(Effect::Command),
+        }
+    }
+
+    fn result(id: &str) -> EventBody {
+        EventBody::ToolResult {
+            call_id: id.into(),
+            name: "exec_command".into(),
+            status: ToolStatus::Ok,
+            output: "ok".into(),
+            progress: false,
+        }
+    }
+
+    fn reply() -> EventBody {
+        EventBody::AssistantReply {
+            text: String::new(),
+            tool_calls: vec![call("a"), call("b")],
+        }
+    }
+
+    #[test]
+    fn an_open_approval_is_a_question_with_nothing_to_resume() {
+        let h = History::from_events(&[reply(), asked("a")]);
+        assert_eq!(h.question.as_ref().map(|q| q.0.as_str()), Some("a"));
+        assert!(h.approval.is_some() && h.resume.is_none());
+        assert_eq!(h.unanswered.len(), 2);
+        assert!(h.started.is_empty(), "nothing of the call has happened");
+    }
+
+    #[test]
+    fn an_approval_resumes_the_batch_at_its_call_until_a_call_starts() {
+        let events = [reply(), asked("a"), decided("a", Decision::Approve)];
+        let h = History::from_events(&events);
+        assert_eq!(
+            h.resume,
+            Some(Resume {
+                call_id: "a".into(),
+                run: true
+            })
+        );
+        assert!(h.question.is_none() && h.approval.is_none());
+        assert_eq!(h.reply_len, 2);
+        let mut later = events.to_vec();
+        later.push(started("a"));
+        assert!(
+            History::from_events(&later).resume.is_none(),
+            "recovery applies again"
+        );
+    }
+
+    #[test]
+    fn a_denial_resumes_after_its_result_and_the_rest_still_waits() {
+        let h = History::from_events(&[
+            reply(),
+            asked("a"),
+            decided("a", Decision::Deny),
+            result("a"),
+        ]);
+        assert_eq!(
+            h.resume,
+            Some(Resume {
+                call_id: "a".into(),
+                run: false
+            })
+        );
+        let left: Vec<_> = h.unanswered.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(left, ["b"]);
+        let h = History::from_events(&[
+            reply(),
+            asked("a"),
+            decided("a", Decision::Deny),
+            result("a"),
+            started("b"),
+            result("b"),
+        ]);
+        assert!(h.resume.is_none());
+    }
+
+    #[test]
+    fn approving_for_the_task_remembers_the_same_call() {
+        let h =
+            History::from_events(&[reply(), asked("a"), decided("a", Decision::ApproveForTask)]);
+        assert_eq!(h.approved_for_task.len(), 1);
+        assert!(h.approved_for_task.contains("exec_command\necho a"));
+        let once = History::from_events(&[reply(), asked("a"), decided("a", Decision::Approve)]);
+        assert!(once.approved_for_task.is_empty());
+    }
+
+    #[test]
+    fn a_new_reply_or_verdict_forgets_an_unused_decision() {
+        let h = History::from_events(&[
+            reply(),
+            asked("a"),
+            decided("a", Decision::Approve),
+            reply(),
+        ]);
+        assert!(h.resume.is_none());
+    }
+}
