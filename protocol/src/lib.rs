@@ -334,7 +334,7 @@ pub enum EventBody {
         /// Set when the runtime asks the person to approve a call before it runs (the agent's
         /// `approve` policy): what exactly will run. Options are [`APPROVAL_OPTIONS`].
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        approval: Option<Approval>,
+        approval: Option<Box<Approval>>,
     },
     /// The person decided on a call waiting for approval. A denied call gets its result
     /// ("denied by the person: ...") right after this; an approved one runs when the task
@@ -872,7 +872,7 @@ mod tests {
                 question: "run `make`?".into(),
                 options: APPROVAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
                 takeover: None,
-                approval: Some(Approval {
+                approval: Some(Box::new(Approval {
                     command: Some("make".into()),
                     ..Approval::new(
                         "exec_command",
@@ -880,7 +880,7 @@ mod tests {
                         "run `make`".into(),
                         "{}".into(),
                     )
-                }),
+                })),
             },
             EventBody::ApprovalDecided {
                 call_id: "c".into(),

@@ -43,7 +43,7 @@ async fn approval(daemon: &TestDaemon, task: &str, n: usize) -> (String, Approva
                         call_id,
                         approval: Some(a),
                         ..
-                    } => Some((call_id, a)),
+                    } => Some((call_id, *a)),
                     _ => None,
                 })
                 .nth(n - 1)

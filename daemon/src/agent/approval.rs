@@ -45,6 +45,11 @@ impl Turn {
 
     /// Whether `call` may run now, must wait for the person, or is refused by the sandbox.
     pub(super) async fn gate(&mut self, call: &Call, workspace: &Path) -> Result<Gate, Halt> {
+        // The sandbox first: an approval given before the agent became read-only does not
+        // let a file tool write.
+        if let Some(reason) = policy::refused(&self.policy, call.effect) {
+            return Ok(Gate::Refuse(reason));
+        }
         if self.approved_once.as_deref() == Some(call.record.id.as_str()) {
             self.approved_once = None;
             return Ok(Gate::Run);
@@ -53,9 +58,6 @@ impl Turn {
             // It only gets an error.
             return Ok(Gate::Run);
         };
-        if let Some(reason) = policy::refused(&self.policy, call.effect) {
-            return Ok(Gate::Refuse(reason));
-        }
         if !policy::needs_approval(&self.policy, call.effect, &call.record.name, args) {
             return Ok(Gate::Run);
         }
@@ -77,7 +79,7 @@ impl Turn {
             question: format!("Approve: {}?", approval.summary),
             options: APPROVAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
             takeover: None,
-            approval: Some(approval),
+            approval: Some(Box::new(approval)),
         })
         .await?;
         self.awaiting_approval = true;
@@ -199,7 +201,7 @@ mod tests {
             question: "Approve?".into(),
             options: APPROVAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
             takeover: None,
-            approval: Some(approval),
+            approval: Some(Box::new(approval)),
         }
     }
 

@@ -289,7 +289,7 @@ impl History {
                 ..
             } => {
                 self.question = Some((call_id.clone(), options.clone()));
-                self.approval = approval.clone().map(|a| (call_id.clone(), a));
+                self.approval = approval.as_deref().map(|a| (call_id.clone(), a.clone()));
             }
             EventBody::ApprovalDecided {
                 call_id, decision, ..
