@@ -258,3 +258,57 @@ async fn an_open_approval_survives_kill_9_and_the_command_has_not_run() {
     mock.assert_clean();
     daemon.stop();
 }
+
+/// At the `run` prompt: the sandbox and the approvals are stated at the start, the approval
+/// shows what will run, and a typed "1" approves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_prompt_states_the_boundaries_and_approves_with_a_typed_1() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    careful(&daemon, &[]).await;
+    let ws = tempfile::tempdir().unwrap();
+    mock.push(Reply::tool_call(
+        "a",
+        "exec_command",
+        json!({"cmd": "echo typed >> counter.txt"}),
+    ));
+    mock.push(Reply::text("ran"));
+    let out_path = daemon.home().join("run.out");
+    let err_path = daemon.home().join("run.err");
+    let mut run = lazyboy_tests::KillOnDrop(
+        daemon
+            .cli()
+            .args(["run", "--agent", "careful", "--workspace"])
+            .arg(ws.path())
+            .arg("count once")
+            .stdin(Stdio::piped())
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .stderr(std::fs::File::create(&err_path).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = run.0.stdin.take().unwrap();
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+    wait_for(Duration::from_secs(20), "run to show the approval", || {
+        std::future::ready(read(&out_path).contains("3. Approve the same").then_some(()))
+    })
+    .await;
+    let shown = read(&out_path);
+    assert!(shown.contains("command: echo typed >> counter.txt"), "{shown}");
+    assert_eq!(counter(ws.path()), "");
+    writeln!(stdin, "1").unwrap();
+    let status = wait_for(Duration::from_secs(30), "run to exit", || {
+        std::future::ready(run.0.try_wait().unwrap())
+    })
+    .await;
+    assert!(status.success(), "{}\n{}", read(&out_path), read(&err_path));
+    assert_eq!(counter(ws.path()), "typed\n");
+    let said = read(&err_path);
+    assert!(said.contains("(sandbox workspace-write:"), "{said}");
+    assert!(said.contains("(approvals: command calls wait for you"), "{said}");
+    assert!(read(&out_path).contains("✓ approved"));
+    daemon.stop();
+}
