@@ -83,6 +83,14 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::continue_task(&client, &task, cli.json).await
         }
+        Command::Approve { task, for_task } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::approve::approve(&client, &task, for_task, cli.json).await
+        }
+        Command::Deny { task, reason } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::approve::deny(&client, &task, reason, cli.json).await
+        }
         Command::Answer { task, text, option } => {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::answer(&client, &task, text, option, cli.json).await

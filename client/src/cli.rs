@@ -90,6 +90,19 @@ pub enum Command {
     /// Check the setup: config, model, MCP servers, web search, Docker and the box image,
     /// the service. One line each with how to fix it; exit code 1 if anything fails.
     Doctor,
+    /// Approve the call a task waits on: it runs, then the task goes on.
+    Approve {
+        task: String,
+        /// Also approve the same call (same command, file or URL) for the rest of the task.
+        #[arg(long)]
+        for_task: bool,
+    },
+    /// Deny the call a task waits on: it never runs; the agent is told why.
+    Deny {
+        task: String,
+        /// What the agent reads ("denied by the person: <reason>").
+        reason: Option<String>,
+    },
     /// Answer a task's question (free text, or --option N); the same task resumes.
     Answer {
         task: String,
@@ -246,6 +259,18 @@ pub struct AgentSettings {
     /// The directory its tasks work in; "" for the default (under the home).
     #[arg(long)]
     pub workspace: Option<String>,
+    /// Effects whose calls wait for your approval, comma-separated: command,
+    /// workspace_write, network, box; "" for none (the default).
+    #[arg(long, value_name = "EFFECTS")]
+    pub approve: Option<String>,
+    /// An exec_command rule that needs no approval: "git status" (exactly), "cargo test*"
+    /// (a prefix); repeat it for more; "" clears the list.
+    #[arg(long, value_name = "RULE")]
+    pub allow: Option<Vec<String>>,
+    /// Where its host commands may write: workspace-write (the default for named agents),
+    /// read-only, or off (unconfined; the default for `default`).
+    #[arg(long, value_parser = ["workspace-write", "read-only", "off"])]
+    pub sandbox: Option<String>,
     /// The MCP servers its tasks get, comma-separated names of [mcp.servers.NAME] in
     /// config.toml; "" for none.
     #[arg(long)]

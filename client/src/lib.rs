@@ -2,6 +2,7 @@
 //! starts the daemon when a command needs it.
 
 pub mod app;
+pub mod approval;
 pub mod cli;
 pub mod commands;
 pub mod connection;

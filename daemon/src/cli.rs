@@ -43,6 +43,13 @@ struct Args {
 
 /// Runs the daemon with the process's arguments.
 pub fn main() -> ExitCode {
+    // The sandbox helper (an agent's command, see `confine`): first of all, while this
+    // process has one thread, as Landlock restricts the calling thread.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(crate::confine::HELPER_FLAG))
+    {
+        return crate::confine::landlock::exec_main(std::env::args_os().skip(2));
+    }
     let args = Args::parse();
     match start(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -72,6 +79,9 @@ fn start(args: Args) -> anyhow::Result<()> {
         }
     }
     crate::secrets::deny_inspection()?;
+    // Processes an agent's command double-forks stay the daemon's descendants, so the API
+    // keeps telling them from the person's (preserved across the exec above either way).
+    crate::confine::reaper::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER)")?;
     if args.detach {
         // A new session: closing the terminal that started us sends no SIGHUP here.
         nix::unistd::setsid().context("setsid")?;
@@ -81,6 +91,7 @@ fn start(args: Args) -> anyhow::Result<()> {
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     crate::tools::set_user_umask(user_umask.bits());
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    crate::confine::set_home(&home);
     let lock = home::lock(&home)?;
     let _log_guard = crate::telemetry::init(&home, !args.detach);
 

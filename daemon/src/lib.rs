@@ -10,6 +10,7 @@ pub mod api;
 pub mod bus;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod context;
 pub mod home;
 pub mod mcp;
@@ -26,7 +27,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use lazyboy_protocol::{Health, PROTOCOL_VERSION};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -80,11 +80,26 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             home: daemon.home.display().to_string(),
             url: dashboard_url(tcp_addr, daemon.tls.is_some()),
             lan_urls: api::lan::urls(tcp_addr, daemon.tls.is_some()),
+            sandbox: match confine::status() {
+                Ok(what) => what.clone(),
+                Err(why) => format!("unavailable: {why}"),
+            },
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
+    match confine::status() {
+        Ok(what) => tracing::info!(sandbox = %what, "agents' host commands can be confined"),
+        Err(why) => tracing::warn!(
+            %why,
+            "agents' host commands cannot be confined here: agents whose sandbox is not `off` \
+             will have their commands refused"
+        ),
+    }
+    tokio::spawn(confine::reaper::run(shutdown.clone()));
 
-    let router = api::tcp_router(state.clone(), daemon.guard);
+    // Each connection learns whether an agent's process is on its other end (`api::peers`).
+    let router = api::tcp_router(state.clone(), daemon.guard)
+        .into_make_service_with_connect_info::<api::peers::Peer>();
     let stop = shutdown.clone().cancelled_owned();
     let tcp_server: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
         match daemon.tls {
@@ -96,22 +111,17 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
                         .into_future(),
                 )
             }
-            None => {
-                let tcp = daemon.tcp.tap_io(|stream| {
-                    // Events are small writes that must leave at once.
-                    if let Err(error) = stream.set_nodelay(true) {
-                        tracing::debug!(%error, "set_nodelay failed");
-                    }
-                });
-                Box::pin(
-                    axum::serve(tcp, router)
-                        .with_graceful_shutdown(stop)
-                        .into_future(),
-                )
-            }
+            None => Box::pin(
+                axum::serve(api::listeners::Tcp(daemon.tcp), router)
+                    .with_graceful_shutdown(stop)
+                    .into_future(),
+            ),
         };
-    let socket_server = axum::serve(daemon.socket, api::socket_router(state))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let socket_server = axum::serve(
+        daemon.socket,
+        api::socket_router(state).into_make_service_with_connect_info::<api::peers::Peer>(),
+    )
+    .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     match runtime.start().await {
         Ok(0) => {}
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),

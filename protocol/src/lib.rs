@@ -11,6 +11,10 @@ mod dashboard;
 pub use dashboard::*;
 mod reach;
 pub use reach::*;
+mod boundaries;
+pub use boundaries::{
+    APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,
+};
 
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
 pub const PROTOCOL_VERSION: u32 = 3;
@@ -66,6 +70,10 @@ pub struct Health {
     /// the same network opens). Empty for a loopback listener.
     #[serde(default)]
     pub lan_urls: Vec<String>,
+    /// What confines agents' host commands here: "landlock (ABI 7)", or why nothing can
+    /// (then the `workspace-write` and `read-only` sandboxes refuse to run commands).
+    #[serde(default)]
+    pub sandbox: String,
 }
 
 /// Every API error body: `{"error":{"code":"...","message":"..."}}`.
@@ -96,6 +104,15 @@ pub struct CreateAgent {
     /// The MCP servers (names of `[mcp.servers.NAME]`) whose tools its tasks get.
     #[serde(default)]
     pub mcp: Option<Vec<String>>,
+    /// Effects whose calls wait for the person's approval (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<Effect>>,
+    /// `exec_command` rules that need no approval: "git status", "cargo test*".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    /// Where its host commands may write (default: `workspace-write`; `off` for `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
 }
 
 /// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
@@ -112,6 +129,14 @@ pub struct UpdateAgent {
     /// Replaces the agent's MCP servers (`[]`: none).
     #[serde(default)]
     pub mcp: Option<Vec<String>>,
+    /// Replaces the effects that need approval (an empty list: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<Effect>>,
+    /// Replaces the `exec_command` allow rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
 }
 
 /// An agent as the API shows it, with what it is doing now.
@@ -146,6 +171,15 @@ pub struct Agent {
     /// The MCP servers whose tools its tasks get.
     #[serde(default)]
     pub mcp: Vec<String>,
+    /// Effects whose calls wait for the person's approval.
+    #[serde(default)]
+    pub approve: Vec<Effect>,
+    /// `exec_command` rules that need no approval.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Where its host commands may write (the value in force, default included).
+    #[serde(default)]
+    pub sandbox: Sandbox,
 }
 
 /// What an agent is doing, from its tasks.
@@ -314,6 +348,19 @@ pub enum EventBody {
         options: Vec<String>,
         /// For a takeover: login, 2fa, captcha, authorization or other.
         takeover: Option<String>,
+        /// Set when the runtime asks the person to approve a call before it runs (the agent's
+        /// `approve` policy): what exactly will run. Options are [`APPROVAL_OPTIONS`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Box<Approval>>,
+    },
+    /// The person decided on a call waiting for approval. A denied call gets its result
+    /// ("denied by the person: ...") right after this; an approved one runs when the task
+    /// resumes, followed by the rest of its batch.
+    ApprovalDecided {
+        call_id: String,
+        decision: Decision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Something the runtime told the model (a reminder, a recovery note).
     RuntimeNote { text: String },
@@ -449,6 +496,7 @@ pub enum Effect {
     Control,
     /// Drives the box's screen or browser (it takes the box's lock): what a person sees on
     /// the shared desktop. Commands and files inside the box are `command`.
+    /// Acts in the agent's desktop box (a Docker container).
     Box,
 }
 
@@ -828,6 +876,7 @@ impl EventBody {
             EventBody::PlanUpdated { .. } => "plan_updated",
             EventBody::AgentMessage { .. } => "agent_message",
             EventBody::Question { .. } => "question",
+            EventBody::ApprovalDecided { .. } => "approval_decided",
             EventBody::RuntimeNote { .. } => "runtime_note",
             EventBody::Heartbeat { .. } => "heartbeat",
             EventBody::TaskFinished { .. } => "task_finished",
@@ -955,6 +1004,27 @@ mod tests {
                 question: "which?".into(),
                 options: vec!["a".into()],
                 takeover: None,
+                approval: None,
+            },
+            EventBody::Question {
+                call_id: "c".into(),
+                question: "run `make`?".into(),
+                options: APPROVAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+                takeover: None,
+                approval: Some(Box::new(Approval {
+                    command: Some("make".into()),
+                    ..Approval::new(
+                        "exec_command",
+                        Effect::Command,
+                        "run `make`".into(),
+                        "{}".into(),
+                    )
+                })),
+            },
+            EventBody::ApprovalDecided {
+                call_id: "c".into(),
+                decision: Decision::Deny,
+                reason: Some("not now".into()),
             },
             EventBody::Heartbeat {
                 operation: "model".into(),

@@ -357,6 +357,7 @@ fn empty_health() -> Health {
         home: String::new(),
         url: String::new(),
         lan_urls: Vec::new(),
+        sandbox: String::new(),
     }
 }
 

@@ -77,6 +77,9 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
         for url in &health.lan_urls {
             println!("lan:       {url}");
         }
+        if !health.sandbox.is_empty() {
+            println!("sandbox:   {}", health.sandbox);
+        }
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! One file per verb.
 
+pub mod approve;
 pub mod boxes;
 pub mod completions;
 pub mod daemon;

@@ -10,15 +10,18 @@
 //!
 //! The loop itself is `turn.rs` (a thin driver over the store, the provider and the tools)
 //! and `batch.rs` (one reply's calls through the task's registry); its decisions are plain
-//! functions in `fuse.rs` and `history.rs`. Tools reach their task through `scope.rs`, the
+//! functions in `fuse.rs`, `history.rs` and `policy.rs` (approvals, the sandbox);
+//! `approval.rs` pauses a batch for the person's approval and resumes it with their decision. Tools reach their task through `scope.rs`, the
 //! runtime's side of `tools::task::TaskScope`.
 
+mod approval;
 mod batch;
 pub mod doctor;
 mod files;
 pub mod fuse;
 pub mod history;
 mod person;
+pub mod policy;
 pub mod prompt;
 mod revival;
 pub mod schedules;
@@ -58,6 +61,11 @@ pub enum AnswerError {
     BadOption(usize, usize),
     #[error("the answer is empty: give a text or an option number")]
     Empty,
+    #[error(
+        "the task's question is not an approval: answer it with `lazyboy answer` (or \
+         POST /api/tasks/{{id}}/answer)"
+    )]
+    NotApproval,
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -161,6 +161,12 @@ impl Runtime {
         let Some((call_id, options)) = history.question else {
             return Err(AnswerError::NotWaiting(task.state()));
         };
+        // An approval question: the answer is the person's decision on the call.
+        if history.approval.is_some() {
+            let (decision, reason) =
+                super::policy::decision_from_answer(answer.option, answer.text.as_deref())?;
+            return self.decide_locked(task, decision, reason).await;
+        }
         let name = history
             .unanswered
             .iter()

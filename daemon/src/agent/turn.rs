@@ -24,6 +24,7 @@ use super::Runtime;
 use super::batch::BatchEnd;
 use super::fuse::LoopGuard;
 use super::history::{GuardInput, History};
+use super::policy::Policy;
 use super::prompt;
 use super::scope::Scope;
 use super::window::Window;
@@ -86,6 +87,10 @@ pub(super) async fn run(
         steered,
         known_background: HashSet::new(),
         round_tokens: Vec::new(),
+        policy: Policy::default(),
+        approved_once: None,
+        approved_for_task: HashSet::new(),
+        awaiting_approval: false,
     };
     match turn.drive().await {
         Ok(Ending::WaitForHuman) => {
@@ -129,13 +134,21 @@ pub(super) struct Turn {
     /// (a note between two results of one reply would break the wire format).
     pub(super) reminders: Vec<String>,
     /// Set when the turn ended on a question to the person (not a verdict).
-    asked_person: bool,
+    pub(super) asked_person: bool,
     /// Raised by `Runtime::steer`: a new instruction arrived mid-batch.
     pub(super) steered: Arc<AtomicBool>,
     /// Background commands already recorded (`command_started`).
     pub(super) known_background: HashSet<String>,
     /// Tokens each model round of this drive used (for the fuses' messages).
     pub(super) round_tokens: Vec<u64>,
+    /// The agent's approvals and sandbox, read at the start of the drive.
+    pub(super) policy: Policy,
+    /// The call the person approved, which runs once without asking again.
+    pub(super) approved_once: Option<String>,
+    /// Calls approved for the rest of the task (`policy::same_call_key`).
+    pub(super) approved_for_task: HashSet<String>,
+    /// A call of the current batch waits for approval: the batch is not over.
+    pub(super) awaiting_approval: bool,
 }
 
 /// How a drive ends.
@@ -177,8 +190,10 @@ impl Turn {
                 GuardInput::PersonSpoke => self.guard.reset(),
             }
         }
-        // Recovery: answer every call the last reply left without a result.
-        for call in &history.unanswered {
+        let resume = self.load_boundaries(&history).await?;
+        // Recovery: answer every call the last reply left without a result, unless the batch
+        // paused for the person's approval and goes on now with their decision.
+        for call in history.unanswered.iter().filter(|_| resume.is_none()) {
             let (status, output) = if history.started.contains(&call.id) {
                 (
                     ToolStatus::Unknown,
@@ -237,6 +252,12 @@ impl Turn {
         } else {
             (self.rt.config.max_rounds_total, "LAZYBOY_MAX_ROUNDS_TOTAL")
         };
+        if let Some(resume) = resume {
+            if let Some(end) = self.resume_batch(resume, &history, &workspace).await? {
+                return Ok(end);
+            }
+            self.catch_up(&mut history).await?;
+        }
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(self.cancelled());
@@ -309,7 +330,7 @@ impl Turn {
             .await?;
 
             if !calls.is_empty() {
-                match self.run_batch(&calls, &workspace).await? {
+                match self.run_batch(&calls, calls.len() > 1, &workspace).await? {
                     BatchEnd::Continue => {}
                     BatchEnd::Finish(verdict, message) => return Ok((verdict, message)),
                     BatchEnd::Steered => {}
@@ -358,7 +379,13 @@ impl Turn {
             .collect()
     }
 
-    pub(super) async fn append(&self, body: EventBody) -> Result<(), Halt> {
+    pub(super) async fn append(&self, mut body: EventBody) -> Result<(), Halt> {
+        // A result never carries a configured key's value to the log or the model.
+        if let EventBody::ToolResult { output, .. } = &mut body
+            && let std::borrow::Cow::Owned(clean) = crate::secrets::redact(output)
+        {
+            *output = clean;
+        }
         self.rt.store.append_to_task(&self.task, &body).await?;
         Ok(())
     }

@@ -77,6 +77,9 @@ impl From<AnswerError> for ApiError {
             error @ AnswerError::NotWaiting(_) => {
                 ApiError::new(StatusCode::CONFLICT, "not_waiting", error.to_string())
             }
+            error @ AnswerError::NotApproval => {
+                ApiError::new(StatusCode::CONFLICT, "not_an_approval", error.to_string())
+            }
             error => ApiError::bad_request(error.to_string()),
         }
     }

@@ -1,12 +1,15 @@
 //! The HTTP API: one axum `Router`, served on the local socket (for the CLI) and on TCP (for
 //! browsers). The TCP copy is wrapped in [`guard`]; the socket copy also gets the routes only
-//! the machine's owner may call (`POST /api/daemon/stop`, `POST /api/daemon/token`).
+//! the machine's owner may call (`POST /api/daemon/stop`, `POST /api/daemon/token`). Both
+//! refuse connections from agents' processes ([`peers`]): they are served with [`peers::Peer`]
+//! as connect info.
 
 pub mod assets;
 pub mod error;
 pub mod guard;
 pub mod lan;
 pub mod listeners;
+pub mod peers;
 mod routes;
 pub mod tls;
 pub mod token;
@@ -65,6 +68,8 @@ fn api(state: AppState) -> Router {
         .route("/api/tasks/{id}", get(routes::tasks::show))
         .route("/api/tasks/{id}/stop", post(routes::tasks::stop))
         .route("/api/tasks/{id}/answer", post(routes::tasks::answer))
+        .route("/api/tasks/{id}/approve", post(routes::tasks::approve))
+        .route("/api/tasks/{id}/deny", post(routes::tasks::deny))
         .route(
             "/api/tasks/{id}/continue",
             post(routes::tasks::continue_task),
@@ -117,15 +122,19 @@ pub fn socket_router(state: AppState) -> Router {
         .route("/api/daemon/stop", post(routes::daemon::stop))
         .route("/api/daemon/token", post(routes::daemon::token))
         .with_state(state.clone());
-    local.merge(api(state))
+    local
+        .merge(api(state))
+        .layer(axum::middleware::from_fn(peers::refuse_agents))
 }
 
 /// The router for the TCP listener.
 pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
-    api(state).layer(axum::middleware::from_fn_with_state(
-        Arc::new(guard),
-        guard::check,
-    ))
+    api(state)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        ))
+        .layer(axum::middleware::from_fn(peers::refuse_agents))
 }
 
 async fn not_found() -> ApiError {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use lazyboy_protocol::{Agent, AgentState, EventBody, TaskState};
+use lazyboy_protocol::{Agent, AgentState, Effect, EventBody, Sandbox, TaskState};
 use sqlx::Connection;
 
 use super::events::{LiveEvent, Target, insert, insert_into_chat};
@@ -32,6 +32,79 @@ pub struct AgentRow {
     pub cost_microusd: Option<i64>,
     /// The JSON list of MCP server names its tasks get.
     pub mcp: String,
+    /// What it may do without asking, and where its commands may write.
+    #[sqlx(flatten)]
+    pub boundaries: Boundaries,
+}
+
+/// An agent's boundaries as stored: the effects that need approval and the allow rules as
+/// JSON lists, the sandbox by name (`None`: the default, see [`Boundaries::sandbox`]).
+#[derive(Debug, Clone, sqlx::FromRow, PartialEq, Eq)]
+pub struct Boundaries {
+    pub approve: String,
+    pub allow: String,
+    pub sandbox: Option<String>,
+}
+
+impl Default for Boundaries {
+    fn default() -> Boundaries {
+        Boundaries {
+            approve: "[]".to_owned(),
+            allow: "[]".to_owned(),
+            sandbox: None,
+        }
+    }
+}
+
+/// A change to an agent's boundaries: the `Some` parts replace what is stored.
+#[derive(Debug, Clone, Default)]
+pub struct BoundaryChange {
+    pub approve: Option<Vec<Effect>>,
+    pub allow: Option<Vec<String>>,
+    pub sandbox: Option<Sandbox>,
+}
+
+impl Boundaries {
+    /// Applies `change` (what it leaves out stays).
+    pub fn with(mut self, change: &BoundaryChange) -> Boundaries {
+        if let Some(approve) = &change.approve {
+            self.approve =
+                serde_json::Value::from(approve.iter().map(|e| e.as_str()).collect::<Vec<_>>())
+                    .to_string();
+        }
+        if let Some(allow) = &change.allow {
+            self.allow = serde_json::Value::from(allow.clone()).to_string();
+        }
+        if let Some(sandbox) = change.sandbox {
+            self.sandbox = Some(sandbox.as_str().to_owned());
+        }
+        self
+    }
+
+    /// The effects whose calls wait for approval (unknown names are dropped).
+    pub fn approve(&self) -> Vec<Effect> {
+        serde_json::from_str::<Vec<serde_json::Value>>(&self.approve)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect()
+    }
+
+    /// The `exec_command` rules that need no approval.
+    pub fn allow(&self) -> Vec<String> {
+        serde_json::from_str(&self.allow).unwrap_or_default()
+    }
+
+    /// The sandbox in force for `agent`: the stored one, else `off` for the `default`
+    /// agent (what `lazyboy run` uses in a project directory, as before) and
+    /// `workspace-write` for named ones.
+    pub fn sandbox(&self, agent: &str) -> Sandbox {
+        match self.sandbox.as_deref().and_then(Sandbox::parse) {
+            Some(sandbox) => sandbox,
+            None if agent == crate::DEFAULT_AGENT => Sandbox::Off,
+            None => Sandbox::WorkspaceWrite,
+        }
+    }
 }
 
 impl AgentRow {
@@ -76,6 +149,9 @@ impl AgentRow {
                 self.cost_microusd,
             ),
             mcp: self.mcp_servers(),
+            approve: self.boundaries.approve(),
+            allow: self.boundaries.allow(),
+            sandbox: self.boundaries.sandbox(&self.name),
         }
     }
 }
@@ -87,7 +163,8 @@ pub(super) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.mod
     c.heartbeat_at_ms, c.lease_expires_at_ms, \
     COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
     COALESCE(u.output_tokens, 0) AS output_tokens, \
-    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd, a.mcp \
+    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd, a.mcp, \
+    a.approve, a.allow, a.sandbox \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
     LEFT JOIN (SELECT agent_id, SUM(input_tokens) AS input_tokens, \
         SUM(cached_tokens) AS cached_tokens, SUM(output_tokens) AS output_tokens, \
@@ -109,18 +186,41 @@ impl Store {
         model: Option<&str>,
         workspace: Option<&str>,
     ) -> Result<AgentRow, StoreError> {
+        self.create_agent_with(
+            name,
+            instructions,
+            model,
+            workspace,
+            &BoundaryChange::default(),
+        )
+        .await
+    }
+
+    /// [`Store::create_agent`] with its boundaries set in the same transaction.
+    pub async fn create_agent_with(
+        &self,
+        name: &str,
+        instructions: &str,
+        model: Option<&str>,
+        workspace: Option<&str>,
+        boundaries: &BoundaryChange,
+    ) -> Result<AgentRow, StoreError> {
+        let boundaries = Boundaries::default().with(boundaries);
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
         let now = now_ms();
         let inserted = sqlx::query_scalar(
-            "INSERT INTO agents (name, instructions, model, workspace, created_at_ms) \
-             VALUES (?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO agents (name, instructions, model, workspace, created_at_ms, approve, \
+             allow, sandbox) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(name)
         .bind(instructions)
         .bind(model)
         .bind(workspace)
         .bind(now)
+        .bind(&boundaries.approve)
+        .bind(&boundaries.allow)
+        .bind(&boundaries.sandbox)
         .fetch_one(&mut *tx)
         .await;
         let id: i64 = match inserted {
@@ -170,6 +270,7 @@ impl Store {
             usage_estimated: false,
             cost_microusd: None,
             mcp: "[]".to_owned(),
+            boundaries,
         })
     }
 
@@ -199,6 +300,27 @@ impl Store {
         workspace: Option<&str>,
         mcp: Option<&[String]>,
     ) -> Result<AgentRow, StoreError> {
+        self.update_agent_with(
+            name,
+            instructions,
+            model,
+            workspace,
+            mcp,
+            &BoundaryChange::default(),
+        )
+        .await
+    }
+
+    /// [`Store::update_agent`], changing its boundaries too in the same transaction.
+    pub async fn update_agent_with(
+        &self,
+        name: &str,
+        instructions: Option<&str>,
+        model: Option<&str>,
+        workspace: Option<&str>,
+        mcp: Option<&[String]>,
+        boundaries: &BoundaryChange,
+    ) -> Result<AgentRow, StoreError> {
         let mut writer = self.inner.writer.lock().await;
         let mut tx = writer.begin().await?;
         let sql = format!("{SELECT_LIVE} AND a.name = ?");
@@ -220,13 +342,18 @@ impl Store {
         if let Some(mcp) = mcp {
             agent.mcp = serde_json::to_string(mcp).unwrap_or_else(|_| "[]".to_owned());
         }
+        agent.boundaries = agent.boundaries.clone().with(boundaries);
         sqlx::query(
-            "UPDATE agents SET instructions = ?, model = ?, workspace = ?, mcp = ? WHERE id = ?",
+            "UPDATE agents SET instructions = ?, model = ?, workspace = ?, mcp = ?, approve = ?, \
+             allow = ?, sandbox = ? WHERE id = ?",
         )
         .bind(&agent.instructions)
         .bind(&agent.model)
         .bind(&agent.workspace)
         .bind(&agent.mcp)
+        .bind(&agent.boundaries.approve)
+        .bind(&agent.boundaries.allow)
+        .bind(&agent.boundaries.sandbox)
         .bind(agent.id)
         .execute(&mut *tx)
         .await?;
@@ -240,6 +367,17 @@ impl Store {
         tx.commit().await?;
         self.inner.bus.publish(event);
         Ok(agent)
+    }
+
+    /// The boundaries of agent `agent_id` (also a deleted one: its last tasks still end).
+    pub async fn agent_boundaries(&self, agent_id: i64) -> Result<Boundaries, StoreError> {
+        Ok(
+            sqlx::query_as("SELECT approve, allow, sandbox FROM agents WHERE id = ?")
+                .bind(agent_id)
+                .fetch_optional(&self.inner.reader)
+                .await?
+                .unwrap_or_default(),
+        )
     }
 
     /// Deletes an agent (its events stay in the log) and logs `agent_deleted`.
@@ -287,5 +425,38 @@ impl AgentRow {
             thread: &self.thread,
             task: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundaries_change_only_what_is_given_and_parse_leniently() {
+        let stored = Boundaries::default().with(&BoundaryChange {
+            approve: Some(vec![Effect::Command, Effect::WorkspaceWrite]),
+            allow: Some(vec!["git status".into()]),
+            sandbox: None,
+        });
+        assert_eq!(stored.approve, r#"["command","workspace_write"]"#);
+        assert_eq!(stored.approve(), [Effect::Command, Effect::WorkspaceWrite]);
+        assert_eq!(stored.allow(), ["git status"]);
+        assert_eq!(stored.sandbox("default"), Sandbox::Off);
+        assert_eq!(stored.sandbox("researcher"), Sandbox::WorkspaceWrite);
+        let read_only = stored.clone().with(&BoundaryChange {
+            sandbox: Some(Sandbox::ReadOnly),
+            ..BoundaryChange::default()
+        });
+        assert_eq!(read_only.sandbox("default"), Sandbox::ReadOnly);
+        assert_eq!(read_only.approve, stored.approve);
+        let odd = Boundaries {
+            approve: r#"["command","bogus"]"#.into(),
+            allow: "not json".into(),
+            sandbox: Some("nonsense".into()),
+        };
+        assert_eq!(odd.approve(), [Effect::Command]);
+        assert!(odd.allow().is_empty());
+        assert_eq!(odd.sandbox("x"), Sandbox::WorkspaceWrite);
     }
 }

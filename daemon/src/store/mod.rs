@@ -14,7 +14,7 @@ mod projections;
 mod schedules;
 mod tasks;
 
-pub use agents::AgentRow;
+pub use agents::{AgentRow, Boundaries, BoundaryChange};
 pub use events::{EventFilter, LiveEvent};
 pub use schedules::{FireOutcome, Firing, ScheduleRow};
 pub use tasks::{LEASE_RENEW_MS, LEASE_TTL_MS, TaskRow};

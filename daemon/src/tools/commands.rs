@@ -582,6 +582,8 @@ async fn supervise(
         }
     };
     cmd.state().reaped = true;
+    // Tokio waited for it: a later process with this pid is the reaper's to wait for.
+    crate::confine::reaper::forget(cmd.info.pgid);
     let _ = tokio::time::timeout(DRAIN_GRACE, pump).await;
     *cmd.stdin.lock().await = None;
     let (code, signal) = match &status {

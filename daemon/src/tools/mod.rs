@@ -19,6 +19,7 @@
 pub mod commands;
 pub mod exec;
 pub mod handlers;
+pub mod preview;
 pub mod spill;
 pub mod task;
 pub mod workspace;
@@ -29,7 +30,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 pub use lazyboy_protocol::Effect;
-use lazyboy_protocol::{EventBody, Verdict};
+use lazyboy_protocol::{Approval, EventBody, Verdict};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -209,6 +210,18 @@ pub trait ToolHandler: Send + Sync {
     }
     /// Runs the tool. `args` is already parsed JSON (the loop answers invalid JSON itself).
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome>;
+    /// What the person is shown when the agent's policy makes this call wait for approval:
+    /// exactly what will run or change. `None`: nothing to approve (a wait starts nothing, or
+    /// the call would fail before acting), so it runs without asking. Called before
+    /// [`ToolHandler::handle`], with nothing done yet.
+    fn preview<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Option<Approval>> {
+        let approval = preview::generic(self.name(), self.effect(args), args);
+        Box::pin(async move { Some(approval) })
+    }
 }
 
 /// Runs `tool` and flattens a [`ToolError::Respond`] into the result it carries.
@@ -315,5 +328,6 @@ pub fn question(
         question,
         options,
         takeover,
+        approval: None,
     }
 }

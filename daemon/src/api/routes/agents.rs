@@ -7,13 +7,14 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use lazyboy_protocol::{
-    Agent, AgentList, CreateAgent, EventBody, MessageAccepted, MessageAction, UpdateAgent,
-    valid_agent_name,
+    Agent, AgentList, CreateAgent, Effect, EventBody, MessageAccepted, MessageAction, Sandbox,
+    UpdateAgent, approvable, valid_agent_name,
 };
 
 use crate::agent::RemoveError;
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::store::BoundaryChange;
 
 pub async fn create(
     State(state): State<AppState>,
@@ -32,13 +33,15 @@ pub async fn create(
     if let Some(servers) = &request.mcp {
         check_mcp(&state, servers)?;
     }
+    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
     let mut row = state
         .store
-        .create_agent(
+        .create_agent_with(
             &request.name,
             request.instructions.as_deref().unwrap_or(""),
             request.model.as_deref().filter(|m| !m.is_empty()),
             request.workspace.as_deref(),
+            &boundaries,
         )
         .await?;
     if let Some(servers) = request.mcp.as_deref().filter(|s| !s.is_empty()) {
@@ -83,14 +86,16 @@ pub async fn update(
     if let Some(servers) = &request.mcp {
         check_mcp(&state, servers)?;
     }
+    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
     let row = state
         .store
-        .update_agent(
+        .update_agent_with(
             &name,
             request.instructions.as_deref(),
             request.model.as_deref(),
             request.workspace.as_deref(),
             request.mcp.as_deref(),
+            &boundaries,
         )
         .await?;
     Ok(Json(row.to_api(&state.runtime.workspaces)))
@@ -154,6 +159,42 @@ fn check_mcp(state: &AppState, servers: &[String]) -> Result<(), ApiError> {
             }
         ))),
     }
+}
+
+/// The boundaries a request sets: only effects that change something can need approval,
+/// and allow rules are trimmed, empty ones dropped.
+fn boundaries(
+    approve: Option<Vec<Effect>>,
+    allow: Option<Vec<String>>,
+    sandbox: Option<Sandbox>,
+) -> Result<BoundaryChange, ApiError> {
+    if let Some(effect) = approve.iter().flatten().find(|e| !approvable(**e)) {
+        return Err(ApiError::bad_request(format!(
+            "{} calls cannot wait for approval: name command, workspace_write, network or box",
+            effect.as_str()
+        )));
+    }
+    let approve = approve.map(|effects| {
+        let mut unique: Vec<Effect> = Vec::new();
+        for effect in effects {
+            if !unique.contains(&effect) {
+                unique.push(effect);
+            }
+        }
+        unique
+    });
+    let allow = allow.map(|rules| {
+        rules
+            .into_iter()
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .collect()
+    });
+    Ok(BoundaryChange {
+        approve,
+        allow,
+        sandbox,
+    })
 }
 
 fn check_workspace(dir: &str) -> Result<(), ApiError> {

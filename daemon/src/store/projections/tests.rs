@@ -72,6 +72,7 @@ async fn history(store: &Store) -> TaskRow {
         question: "Which?".into(),
         options: vec!["A".into(), "B".into()],
         takeover: None,
+        approval: None,
     };
     append(store, &task, ask).await;
     store

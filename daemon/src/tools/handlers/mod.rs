@@ -349,7 +349,7 @@ pub(crate) mod testing {
             task_id: "task-1".to_owned(),
             call: "call-1".to_owned(),
             call_id: "call-1".to_owned(),
-            machine: Arc::new(exec::Host),
+            machine: Arc::new(exec::Host::default()),
             commands: Arc::new(CommandRegistry::new()),
             scope,
             cancel: CancellationToken::new(),
