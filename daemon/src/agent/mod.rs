@@ -16,6 +16,7 @@
 
 mod approval;
 mod batch;
+mod beats;
 pub mod doctor;
 mod files;
 pub mod fuse;

@@ -14,7 +14,6 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use lazyboy_protocol::{EventBody, TaskState, ToolCallRecord, ToolStatus, Verdict};
 use tokio::sync::mpsc;
@@ -428,24 +427,20 @@ impl Turn {
 
     /// Runs `fut`, appending a heartbeat every interval while it is pending. Stops early on
     /// shutdown.
+    /// Runs `fut`, recording a heartbeat every `heartbeat` while it runs ([`super::beats`]).
     pub(super) async fn with_heartbeat<T>(
         &self,
         operation: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, Halt> {
-        let started = Instant::now();
-        let mut beat = crate::bus::idle_interval(self.rt.config.heartbeat);
-        let mut fut = std::pin::pin!(fut);
-        loop {
-            tokio::select! {
-                out = &mut fut => return Ok(out),
-                () = self.rt.shutdown.cancelled() => return Err(Halt::Shutdown),
-                _ = beat.tick() => {
-                    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    self.append(EventBody::Heartbeat { operation: operation.to_owned(), elapsed_ms }).await?;
-                }
-            }
-        }
+        super::beats::beside(
+            self.rt.config.heartbeat,
+            &self.rt.shutdown,
+            operation,
+            fut,
+            |body| self.append(body),
+        )
+        .await
     }
 
     pub(super) async fn record_result(
