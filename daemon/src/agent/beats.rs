@@ -43,8 +43,12 @@ where
                 return Ok(out);
             }
             () = shutdown.cancelled() => return Err(Halt::Shutdown),
-            recorded = async { recording.as_mut().expect("guarded by is_some").await },
-                if recording.is_some() =>
+            recorded = async {
+                match recording.as_mut() {
+                    Some(beat) => beat.await,
+                    None => std::future::pending().await,
+                }
+            }, if recording.is_some() =>
             {
                 recording = None;
                 recorded?;
