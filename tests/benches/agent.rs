@@ -42,6 +42,13 @@ async fn run() {
                     json!({"cmd": format!("echo step {i} >> out.txt")}),
                 ));
             }
+            // A task that worked tells the person (else the runtime reminds it once, and
+            // that extra round would take the next run's reply).
+            mock.push(Reply::tool_call(
+                "m",
+                "send_message",
+                json!({"text": "done"}),
+            ));
             mock.push(Reply::text("done"));
             let (took, peak) = run_cli(&daemon, ws.path()).await;
             cli_peak_kib = cli_peak_kib.max(peak);
@@ -111,6 +118,9 @@ async fn run() {
                 if seen.is_none() && String::from_utf8_lossy(&buf).contains("FIRST") {
                     seen = Some(Instant::now());
                 }
+            }
+            if seen.is_none() {
+                eprintln!("`lazyboy run` printed:\n{}", String::from_utf8_lossy(&buf));
             }
             seen
         });

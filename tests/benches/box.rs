@@ -73,7 +73,9 @@ async fn run() {
 
     let mut calls = Vec::new();
     for i in 0..reps {
-        calls.push((format!("sh{i}"), "box_shell", json!({"command": "true"})));
+        // Numbered (`true` ignores its arguments): identical calls with identical results in
+        // a row would (rightly) trip the loop fuse.
+        calls.push((format!("sh{i}"), "box_shell", json!({"command": format!("true {i}")})));
     }
     for i in 0..reps {
         calls.push((format!("ss{i}"), "screenshot", json!({})));

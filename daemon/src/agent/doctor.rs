@@ -1,6 +1,7 @@
 //! The daemon's half of `lazyboy doctor`: the config as it is on disk now, the model (a
 //! tiny request, one attempt), each MCP server (started and listed), and web search (one
-//! query). Each check says what it found and, unless it is fine, what to do.
+//! query), and whether commands can be sandboxed here. Each check says what it found and,
+//! unless it is fine, what to do.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -71,7 +72,33 @@ pub async fn checks(rt: &Arc<Runtime>, home: &str) -> Vec<DoctorCheck> {
         });
     }
     out.push(web_search(rt).await);
+    out.push(sandbox());
     out
+}
+
+/// Whether agents' host commands can be confined here (`workspace-write`, `read-only`).
+fn sandbox() -> DoctorCheck {
+    match crate::confine::status() {
+        Ok(what) => check(
+            "sandbox",
+            CheckStatus::Ok,
+            format!("{what}: named agents' commands write only where their sandbox allows"),
+            None,
+        ),
+        Err(why) => check(
+            "sandbox",
+            CheckStatus::Fail,
+            format!(
+                "agents' commands cannot be confined ({why}): agents under workspace-write or \
+                 read-only are refused every command"
+            ),
+            Some(
+                "use a Linux kernel with Landlock enabled (5.13+, `lsm=...,landlock`), or \
+                 `lazyboy team edit AGENT --sandbox off` for an agent you trust unconfined"
+                    .into(),
+            ),
+        ),
+    }
 }
 
 fn config(home: &Path) -> DoctorCheck {

@@ -19,6 +19,9 @@ pub async fn status(State(state): State<AppState>) -> Json<BoxStatus> {
 }
 
 pub async fn start(State(state): State<AppState>) -> Result<Json<BoxStatus>, ApiError> {
+    // Asked for by a person: look at the engine itself, not at what was seen a moment ago
+    // (the container may have been removed behind the daemon's back).
+    state.runtime.sandbox.forget().await;
     state.runtime.sandbox.ensure(None).await?;
     Ok(Json(state.runtime.sandbox.status().await))
 }
