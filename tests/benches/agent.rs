@@ -50,10 +50,17 @@ async fn run() {
                 json!({"text": "done"}),
             ));
             mock.push(Reply::text("done"));
+            fresh_conversation(&daemon).await;
             let (took, peak) = run_cli(&daemon, ws.path()).await;
             cli_peak_kib = cli_peak_kib.max(peak);
             let lines = std::fs::read_to_string(ws.path().join("out.txt")).unwrap();
-            assert_eq!(lines.lines().count(), steps);
+            if lines.lines().count() != steps {
+                let events = lazyboy_tests::all_events(&daemon, 0).await;
+                for e in events.iter().rev().filter(|e| e.kind != "assistant_delta").take(12) {
+                    eprintln!("{} {} {}", e.seq, e.kind, e.data);
+                }
+                panic!("{} of {steps} steps ran:\n{lines}", lines.lines().count());
+            }
             times.push(took);
         }
         let median = median(times);
@@ -95,6 +102,7 @@ async fn run() {
         let ws = tempfile::tempdir().unwrap();
         let marker = format!("FIRST{i}");
         mock.push(Reply::text(format!("{marker} and the rest of it")));
+        fresh_conversation(&daemon).await;
         let before = mock.request_count();
         let mut command = daemon.cli();
         command
@@ -149,6 +157,20 @@ async fn run() {
 }
 
 /// Runs `lazyboy run` to completion; returns its wall time and peak RSS (KiB).
+/// Starts a new generation of the default agent's conversation (outside the timed part):
+/// each run is a first task, as before agents kept a conversation. Otherwise the runs' growing
+/// conversation would start a background summary pass, whose model request would take a
+/// scripted reply meant for the next run.
+async fn fresh_conversation(daemon: &TestDaemon) {
+    let cleared = daemon
+        .http
+        .post(daemon.url("/api/agents/default/clear"))
+        .send()
+        .await
+        .unwrap();
+    assert!(cleared.status().is_success(), "{}", cleared.status());
+}
+
 async fn run_cli(daemon: &TestDaemon, workspace: &std::path::Path) -> (Duration, u64) {
     let mut command = std::process::Command::new(bin("lazyboy"));
     command
