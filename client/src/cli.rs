@@ -80,6 +80,8 @@ pub enum Command {
     Stop { task: String },
     /// Continue a task that ended (blocked, failed, out of budget, stopped) with its history.
     Continue { task: String },
+    /// List the daemons (nodes) sharing this daemon's database: heartbeat, running tasks.
+    Nodes,
     /// Answer a task's question (free text, or --option N); the same task resumes.
     Answer {
         task: String,
@@ -106,7 +108,12 @@ pub struct RunArgs {
 #[derive(Debug, Subcommand)]
 pub enum DaemonCommand {
     /// Start a detached daemon (does nothing if one is running).
-    Start,
+    Start {
+        /// Its node name among daemons sharing a PostgreSQL database (default: the host
+        /// name); agents pinned to it (`team add --node`) run only there.
+        #[arg(long)]
+        node: Option<String>,
+    },
     /// Stop the daemon gracefully.
     Stop,
     /// Print pid, version, home and dashboard URL.
@@ -200,6 +207,10 @@ pub struct AgentSettings {
     /// The directory its tasks work in; "" for the default (under the home).
     #[arg(long)]
     pub workspace: Option<String>,
+    /// Pin its tasks to this node (several daemons on one PostgreSQL): only that daemon
+    /// runs them. "" unpins it.
+    #[arg(long)]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -128,6 +128,9 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
         agent.workspace,
     );
     out.push_str(&format!("usage:        {}\n", usage(&agent.usage)));
+    if let Some(node) = &agent.node {
+        out.push_str(&format!("node:         {} (its tasks run only there)\n", clean(node)));
+    }
     if agent.instructions.trim().is_empty() {
         out.push_str("instructions: (none)\n");
     } else {

@@ -72,6 +72,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             protocol: PROTOCOL_VERSION,
             home: daemon.home.display().to_string(),
             url: format!("http://{tcp_addr}/"),
+            node: daemon.store.fleet().node.clone(),
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
@@ -86,9 +87,10 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let socket_server = axum::serve(daemon.socket, api::socket_router(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    match runtime.start().await {
+    match runtime.start(&format!("http://{tcp_addr}/")).await {
         Ok(0) => {}
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),
+        Err(error @ store::StoreError::NodeInUse(_)) => return Err(error.into()),
         Err(error) => tracing::error!(%error, "cannot resume tasks"),
     }
     let servers = async { tokio::join!(tcp_server, socket_server) };
@@ -106,6 +108,9 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     };
     tracing::info!("listeners closed; pausing tasks");
     runtime.shutdown().await;
+    if let Err(error) = daemon.store.node_stopped(&runtime.instance).await {
+        tracing::warn!(%error, "cannot mark the node stopped");
+    }
     tracing::info!("closing the database");
     daemon.store.close().await;
     tcp_result?;

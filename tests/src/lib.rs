@@ -335,6 +335,7 @@ fn empty_health() -> Health {
         protocol: 0,
         home: String::new(),
         url: String::new(),
+        node: String::new(),
     }
 }
 

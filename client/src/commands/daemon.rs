@@ -13,8 +13,8 @@ use crate::daemon_proc;
 
 pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow::Result<i32> {
     match command {
-        DaemonCommand::Start => {
-            let health = daemon_proc::ensure_running(client).await?;
+        DaemonCommand::Start { node } => {
+            let health = daemon_proc::ensure_running_as(client, node.as_deref()).await?;
             print_health(&health, json)?;
         }
         DaemonCommand::Stop => match daemon_proc::stop(client).await? {
@@ -41,8 +41,8 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(health)?);
     } else {
         println!(
-            "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}",
-            health.version, health.pid, health.home, health.url
+            "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}\nnode:      {}",
+            health.version, health.pid, health.home, health.url, health.node
         );
     }
     Ok(())

@@ -3,6 +3,7 @@
 pub mod completions;
 pub mod daemon;
 pub mod events;
+pub mod nodes;
 pub mod run;
 pub mod schedule;
 pub mod service;

@@ -13,12 +13,14 @@ use crate::render;
 pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Add { name, settings } => {
+            let node = settings.node.clone();
             let (instructions, model, workspace) = settings.resolve()?;
             let request = CreateAgent {
                 name,
                 instructions,
                 model,
                 workspace,
+                node,
             };
             let agent: Agent = client
                 .call(Method::POST, "/api/agents", Some(&request))
@@ -38,17 +40,19 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
             print_agent(&agent, json, "")?;
         }
         TeamCommand::Edit { name, settings } => {
+            let node = settings.node.clone();
             let (instructions, model, workspace) = settings.resolve()?;
-            if instructions.is_none() && model.is_none() && workspace.is_none() {
+            if instructions.is_none() && model.is_none() && workspace.is_none() && node.is_none() {
                 anyhow::bail!(
-                    "nothing to change: give --instructions, --instructions-file, --model or \
-                     --workspace"
+                    "nothing to change: give --instructions, --instructions-file, --model, \
+                     --workspace or --node"
                 );
             }
             let request = UpdateAgent {
                 instructions,
                 model,
                 workspace,
+                node,
             };
             let path = format!("/api/agents/{name}");
             let agent: Agent = client.call(Method::PATCH, &path, Some(&request)).await?;

@@ -52,6 +52,7 @@ pub(super) async fn run(
     rt: &Arc<Runtime>,
     task: TaskRow,
     cancel: CancellationToken,
+    pause: CancellationToken,
     steered: Arc<AtomicBool>,
 ) {
     let tools = Registry::for_task(&TaskTools {
@@ -69,6 +70,7 @@ pub(super) async fn run(
         tools,
         scope,
         cancel,
+        pause,
         guard: LoopGuard::default(),
         reminders: Vec::new(),
         asked_person: false,
@@ -93,7 +95,7 @@ pub(super) async fn run(
             }
             tracing::info!(?verdict, "task finished");
         }
-        Err(Halt::Shutdown) => tracing::info!("task paused by shutdown"),
+        Err(Halt::Shutdown) => tracing::info!("task paused (shutdown, or its claim was lost)"),
         Err(Halt::Store(error)) => tracing::error!(%error, "task stopped: the store failed"),
         Err(Halt::Fatal(error)) => tracing::error!(%error, "task stopped: a tool lost the store"),
     }
@@ -107,6 +109,8 @@ pub(super) struct Turn {
     /// What those tools see of the task.
     pub(super) scope: Arc<Scope>,
     pub(super) cancel: CancellationToken,
+    /// The daemon's shutdown, or this task's claim lost: stop where it is, no verdict.
+    pub(super) pause: CancellationToken,
     pub(super) guard: LoopGuard,
     /// Reminders from the loop guard, told to the model once the whole batch has its results
     /// (a note between two results of one reply would break the wire format).
@@ -180,10 +184,13 @@ impl Turn {
         }
         self.report_lost_commands(&history).await?;
         self.known_background = history.background.iter().map(|b| b.id.clone()).collect();
-        self.rt
-            .store
-            .set_task_state(&self.task, TaskState::Running)
-            .await?;
+        // A claim from the queue already made it `running`; a recovery made it `recovering`.
+        if self.task.state() != TaskState::Running {
+            self.rt
+                .store
+                .set_task_state(&self.task, TaskState::Running)
+                .await?;
+        }
         let mut history = history;
         self.catch_up(&mut history).await?;
 
@@ -341,8 +348,10 @@ impl Turn {
             .collect()
     }
 
+    /// Appends to the task as its owner: refused once this node lost the claim, so a loop
+    /// that lost it records nothing more (no new call's intent in particular).
     pub(super) async fn append(&self, body: EventBody) -> Result<(), Halt> {
-        self.rt.store.append_to_task(&self.task, &body).await?;
+        self.rt.store.append_as_owner(&self.task, &body).await?;
         Ok(())
     }
 
@@ -395,7 +404,7 @@ impl Turn {
         loop {
             tokio::select! {
                 out = &mut fut => return Ok(out),
-                () = self.rt.shutdown.cancelled() => return Err(Halt::Shutdown),
+                () = self.pause.cancelled() => return Err(Halt::Shutdown),
                 _ = beat.tick() => {
                     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                     self.append(EventBody::Heartbeat { operation: operation.to_owned(), elapsed_ms }).await?;

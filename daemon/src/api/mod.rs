@@ -79,6 +79,7 @@ fn api(state: AppState) -> Router {
             "/api/schedules/{id}/resume",
             post(routes::schedules::resume),
         )
+        .route("/api/nodes", get(routes::nodes::list))
         .route("/api/events", get(routes::events::all))
         .route("/api/events/page", get(routes::events::page))
         .fallback(not_found)

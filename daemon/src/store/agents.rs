@@ -3,10 +3,9 @@
 use std::path::Path;
 
 use lazyboy_protocol::{Agent, AgentState, EventBody, TaskState};
-use sqlx::Connection;
 
-use super::events::{LiveEvent, Target, insert, insert_into_chat};
-use super::{Store, StoreError, now_ms};
+use super::events::{LiveEvent, Target};
+use super::StoreError;
 
 /// A live (not deleted) agent with its chat thread.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -30,6 +29,8 @@ pub struct AgentRow {
     pub output_tokens: i64,
     pub usage_estimated: bool,
     pub cost_microusd: Option<i64>,
+    /// The node its tasks are pinned to (`None`: any node).
+    pub node: Option<String>,
 }
 
 impl AgentRow {
@@ -68,89 +69,27 @@ impl AgentRow {
                 self.usage_estimated,
                 self.cost_microusd,
             ),
+            node: self.node.clone(),
         }
     }
-}
 
-/// Live agents with the task that says what each is doing: the running one first, then one
-/// waiting for the person, then the oldest queued one (subagents do not count).
-const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
-    a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
-    c.heartbeat_at_ms, c.lease_expires_at_ms, \
-    COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
-    COALESCE(u.output_tokens, 0) AS output_tokens, \
-    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd \
-    FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
-    LEFT JOIN (SELECT agent_id, SUM(input_tokens) AS input_tokens, \
-        SUM(cached_tokens) AS cached_tokens, SUM(output_tokens) AS output_tokens, \
-        MAX(usage_estimated) AS usage_estimated, SUM(cost_microusd) AS cost_microusd \
-        FROM tasks GROUP BY agent_id) u ON u.agent_id = a.id \
-    LEFT JOIN tasks c ON c.id = (SELECT x.id FROM tasks x WHERE x.agent_id = a.id \
-        AND x.parent_id IS NULL \
-        AND x.state IN ('running', 'recovering', 'waiting_for_human', 'queued') \
-        ORDER BY x.state IN ('running', 'recovering') DESC, \
-        x.state = 'waiting_for_human' DESC, x.created_at_ms, x.id LIMIT 1) \
-    WHERE a.deleted_at_ms IS NULL";
-
-impl Store {
-    /// Creates an agent and its chat thread, and logs `agent_created`.
-    pub async fn create_agent(
-        &self,
+    /// A new agent as `create_agent` inserted it.
+    pub(super) fn new(
+        id: i64,
         name: &str,
         instructions: &str,
         model: Option<&str>,
         workspace: Option<&str>,
-    ) -> Result<AgentRow, StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        let now = now_ms();
-        let inserted = sqlx::query_scalar(
-            "INSERT INTO agents (name, instructions, model, workspace, created_at_ms) \
-             VALUES (?, ?, ?, ?, ?) RETURNING id",
-        )
-        .bind(name)
-        .bind(instructions)
-        .bind(model)
-        .bind(workspace)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await;
-        let id: i64 = match inserted {
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                return Err(StoreError::AgentExists(name.to_owned()));
-            }
-            other => other?,
-        };
-        let thread = uuid::Uuid::now_v7().to_string();
-        sqlx::query(
-            "INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES (?, ?, 'chat', ?)",
-        )
-        .bind(&thread)
-        .bind(id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let target = Target {
-            agent_id: id,
-            agent: name,
-            thread: &thread,
-            task: None,
-        };
-        let body = EventBody::AgentCreated {
-            instructions: instructions.to_owned(),
-            model: model.map(str::to_owned),
-        };
-        let event = insert(&mut tx, &target, &body).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event);
-        drop(writer);
-        Ok(AgentRow {
+        created_at_ms: i64,
+        thread: String,
+    ) -> AgentRow {
+        AgentRow {
             id,
             name: name.to_owned(),
             instructions: instructions.to_owned(),
             model: model.map(str::to_owned),
             workspace: workspace.map(str::to_owned),
-            created_at_ms: now,
+            created_at_ms,
             thread,
             current_task: None,
             task_state: None,
@@ -161,24 +100,26 @@ impl Store {
             output_tokens: 0,
             usage_estimated: false,
             cost_microusd: None,
-        })
+            node: None,
+        }
     }
+}
+
+super::facade! {
+    /// Creates an agent and its chat thread, and logs `agent_created`.
+    pub async fn create_agent(
+        &self,
+        name: &str,
+        instructions: &str,
+        model: Option<&str>,
+        workspace: Option<&str>,
+    ) -> Result<AgentRow, StoreError>;
 
     /// Every live agent, by name.
-    pub async fn list_agents(&self) -> Result<Vec<AgentRow>, StoreError> {
-        let sql = format!("{SELECT_LIVE} ORDER BY a.name");
-        Ok(sqlx::query_as(&sql).fetch_all(&self.inner.reader).await?)
-    }
+    pub async fn list_agents(&self) -> Result<Vec<AgentRow>, StoreError>;
 
     /// The live agent called `name`.
-    pub async fn agent(&self, name: &str) -> Result<AgentRow, StoreError> {
-        let sql = format!("{SELECT_LIVE} AND a.name = ?");
-        sqlx::query_as(&sql)
-            .bind(name)
-            .fetch_optional(&self.inner.reader)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))
-    }
+    pub async fn agent(&self, name: &str) -> Result<AgentRow, StoreError>;
 
     /// Changes an agent's instructions, model or workspace (the `Some` ones; an empty model
     /// or workspace goes back to the default) and logs `agent_updated`.
@@ -188,82 +129,24 @@ impl Store {
         instructions: Option<&str>,
         model: Option<&str>,
         workspace: Option<&str>,
-    ) -> Result<AgentRow, StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        let sql = format!("{SELECT_LIVE} AND a.name = ?");
-        let mut agent: AgentRow = sqlx::query_as(&sql)
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))?;
-        let cleared = |value: &str| (!value.is_empty()).then(|| value.to_owned());
-        if let Some(instructions) = instructions {
-            agent.instructions = instructions.to_owned();
-        }
-        if let Some(model) = model {
-            agent.model = cleared(model);
-        }
-        if let Some(workspace) = workspace {
-            agent.workspace = cleared(workspace);
-        }
-        sqlx::query("UPDATE agents SET instructions = ?, model = ?, workspace = ? WHERE id = ?")
-            .bind(&agent.instructions)
-            .bind(&agent.model)
-            .bind(&agent.workspace)
-            .bind(agent.id)
-            .execute(&mut *tx)
-            .await?;
-        let body = EventBody::AgentUpdated {
-            instructions: agent.instructions.clone(),
-            model: agent.model.clone(),
-            workspace: agent.workspace.clone(),
-        };
-        let event = insert(&mut tx, &agent.target(), &body).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event);
-        Ok(agent)
-    }
+    ) -> Result<AgentRow, StoreError>;
+
+    /// Pins the agent's tasks to `node` (`None`: any node) and logs `agent_pinned`.
+    pub async fn pin_agent(&self, name: &str, node: Option<&str>) -> Result<AgentRow, StoreError>;
 
     /// Deletes an agent (its events stay in the log) and logs `agent_deleted`.
-    pub async fn delete_agent(&self, name: &str) -> Result<(), StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        let sql = format!("{SELECT_LIVE} AND a.name = ?");
-        let agent: AgentRow = sqlx::query_as(&sql)
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))?;
-        sqlx::query("UPDATE agents SET deleted_at_ms = ? WHERE id = ?")
-            .bind(now_ms())
-            .bind(agent.id)
-            .execute(&mut *tx)
-            .await?;
-        let event = insert(&mut tx, &agent.target(), &EventBody::AgentDeleted {}).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event);
-        Ok(())
-    }
+    pub async fn delete_agent(&self, name: &str) -> Result<(), StoreError>;
 
     /// Appends `body` to the live agent's chat thread; returns the thread and the event.
     pub async fn append_to_agent(
         &self,
         name: &str,
         body: &EventBody,
-    ) -> Result<(String, LiveEvent), StoreError> {
-        let writer = &mut *self.inner.writer.lock().await;
-        // One statement finds the agent's thread and appends: a single round trip to SQLite.
-        let (event, thread) = insert_into_chat(writer, name, body)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))?;
-        self.inner.bus.publish(event.clone());
-        Ok((thread, event))
-    }
+    ) -> Result<(String, LiveEvent), StoreError>;
 }
 
 impl AgentRow {
-    fn target(&self) -> Target<'_> {
+    pub(super) fn target(&self) -> Target<'_> {
         Target {
             agent_id: self.id,
             agent: &self.name,

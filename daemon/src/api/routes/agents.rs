@@ -29,7 +29,11 @@ pub async fn create(
     if let Some(dir) = &request.workspace {
         check_workspace(dir)?;
     }
-    let row = state
+    let node = request.node.as_deref().filter(|n| !n.is_empty());
+    if let Some(node) = node {
+        check_node(node)?;
+    }
+    let mut row = state
         .store
         .create_agent(
             &request.name,
@@ -38,6 +42,9 @@ pub async fn create(
             request.workspace.as_deref(),
         )
         .await?;
+    if node.is_some() {
+        row = state.store.pin_agent(&request.name, node).await?;
+    }
     Ok((
         StatusCode::CREATED,
         Json(row.to_api(&state.runtime.workspaces)),
@@ -71,15 +78,28 @@ pub async fn update(
     if let Some(dir) = request.workspace.as_deref().filter(|d| !d.is_empty()) {
         check_workspace(dir)?;
     }
-    let row = state
-        .store
-        .update_agent(
-            &name,
-            request.instructions.as_deref(),
-            request.model.as_deref(),
-            request.workspace.as_deref(),
-        )
-        .await?;
+    if let Some(node) = request.node.as_deref().filter(|n| !n.is_empty()) {
+        check_node(node)?;
+    }
+    let changes = request.instructions.is_some()
+        || request.model.is_some()
+        || request.workspace.is_some();
+    let mut row = if changes || request.node.is_none() {
+        state
+            .store
+            .update_agent(
+                &name,
+                request.instructions.as_deref(),
+                request.model.as_deref(),
+                request.workspace.as_deref(),
+            )
+            .await?
+    } else {
+        state.store.agent(&name).await?
+    };
+    if let Some(node) = request.node.as_deref() {
+        row = state.store.pin_agent(&name, Some(node)).await?;
+    }
     Ok(Json(row.to_api(&state.runtime.workspaces)))
 }
 
@@ -126,6 +146,21 @@ pub async fn clear(
             action: MessageAction::Noted,
         }),
     ))
+}
+
+/// A node name as `lazyboyd --node` accepts it.
+fn check_node(node: &str) -> Result<(), ApiError> {
+    let valid = node.len() <= 64
+        && node
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "invalid node name {node:?}: use 1 to 64 letters, digits, '.', '_' or '-'"
+        )))
+    }
 }
 
 fn check_workspace(dir: &str) -> Result<(), ApiError> {
