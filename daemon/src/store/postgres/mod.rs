@@ -119,6 +119,13 @@ impl Drop for Postgres {
     }
 }
 
+#[cfg(test)]
+impl Postgres {
+    pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
+        Ok(sqlx::query(sql).execute(&self.pool).await?.rows_affected())
+    }
+}
+
 async fn refuse_newer_schema(pool: &PgPool) -> Result<(), StoreError> {
     let has_table: bool =
         sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")

@@ -96,6 +96,14 @@ impl Sqlite {
     }
 }
 
+#[cfg(test)]
+impl Sqlite {
+    pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
+        let mut writer = self.writer.lock().await;
+        Ok(sqlx::query(sql).execute(&mut *writer).await?.rows_affected())
+    }
+}
+
 async fn refuse_newer_schema(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
     let has_table: Option<i64> = sqlx::query_scalar(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
