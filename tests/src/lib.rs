@@ -11,6 +11,7 @@
 )]
 
 pub mod bench;
+pub mod fleet;
 pub mod mock_model;
 pub mod sse;
 
@@ -127,6 +128,10 @@ impl TestDaemon {
             .env_remove("LAZYBOY_API_KEY")
             .env_remove("LAZYBOY_WIRE")
             .env_remove("LAZYBOY_MAX_ROUNDS_TOTAL")
+            // SQLite in the home unless a test gives a database (and a node name).
+            .env_remove("LAZYBOY_DATABASE_URL")
+            .env_remove("LAZYBOY_NODE")
+            .env_remove("LAZYBOY_LEASE_TTL_MS")
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .env("RUST_LOG", "info")
