@@ -129,7 +129,10 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
     );
     out.push_str(&format!("usage:        {}\n", usage(&agent.usage)));
     if let Some(node) = &agent.node {
-        out.push_str(&format!("node:         {} (its tasks run only there)\n", clean(node)));
+        out.push_str(&format!(
+            "node:         {} (its tasks run only there)\n",
+            clean(node)
+        ));
     }
     if agent.instructions.trim().is_empty() {
         out.push_str("instructions: (none)\n");

@@ -108,11 +108,9 @@ fn start(args: Args) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async move {
-        let database = Database::choose(
-            config.database_url().as_deref(),
-            home.join(paths::DATABASE),
-        )
-        .map_err(anyhow::Error::msg)?;
+        let database =
+            Database::choose(config.database_url().as_deref(), home.join(paths::DATABASE))
+                .map_err(anyhow::Error::msg)?;
         let fleet = Fleet {
             node,
             lease_ttl_ms: config.lease_ttl_ms,

@@ -12,7 +12,9 @@ use lazyboy_protocol::{EventBody, TaskList, TaskState};
 use lazyboy_tests::bench::{self, median, quick};
 use lazyboy_tests::fleet::{postgres_url, start_node};
 use lazyboy_tests::mock_model::{MockModel, Reply};
-use lazyboy_tests::{TestDaemon, add_agent, all_events, create_task, model_config, post_message, sse, wait_for};
+use lazyboy_tests::{
+    TestDaemon, add_agent, all_events, create_task, model_config, post_message, sse, wait_for,
+};
 use lazyboyd::bus::Bus;
 use lazyboyd::store::{Database, Fleet, Store};
 use sqlx::Connection;
@@ -34,7 +36,13 @@ async fn run() {
     let one = start_node("", &url, "a", lease).await;
     events(&mut rows, "PostgreSQL, one daemon", &one, &one).await;
     let two = start_node("", &url, "b", lease).await;
-    events(&mut rows, "PostgreSQL, two daemons (written on b, read on a)", &two, &one).await;
+    events(
+        &mut rows,
+        "PostgreSQL, two daemons (written on b, read on a)",
+        &two,
+        &one,
+    )
+    .await;
     one.stop();
     two.stop();
     claims(&mut rows).await;
@@ -86,7 +94,11 @@ async fn events(rows: &mut Vec<Row>, setup: &str, writer: &TestDaemon, reader: &
     latencies.sort();
     rows.push((
         format!("{setup}: append → SSE receipt, p50 / p99 ({samples} appends)"),
-        format!("{} / {}", ms(percentile(&latencies, 0.5)), ms(percentile(&latencies, 0.99))),
+        format!(
+            "{} / {}",
+            ms(percentile(&latencies, 0.5)),
+            ms(percentile(&latencies, 0.99))
+        ),
         "report".into(),
     ));
     for clients in [1usize, 8] {
@@ -97,7 +109,9 @@ async fn events(rows: &mut Vec<Row>, setup: &str, writer: &TestDaemon, reader: &
                 let (http, base, agent) = (writer.http.clone(), base.clone(), agent.clone());
                 tokio::spawn(async move {
                     for i in 0..count / clients {
-                        post_message(&http, &base, &agent, &format!("{c}/{i}")).await.unwrap();
+                        post_message(&http, &base, &agent, &format!("{c}/{i}"))
+                            .await
+                            .unwrap();
                     }
                 })
             })
@@ -136,7 +150,10 @@ async fn claims(rows: &mut Vec<Row>) {
         setup.pin_agent(&name, Some("gate")).await.unwrap();
     }
     for t in 0..tasks {
-        setup.create_task(&format!("c{:03}", t % 100), "job", "/tmp").await.unwrap();
+        setup
+            .create_task(&format!("c{:03}", t % 100), "job", "/tmp")
+            .await
+            .unwrap();
     }
     let config = "max_concurrent_tasks = 16\n";
     let lease = Duration::from_secs(30);
@@ -144,11 +161,18 @@ async fn claims(rows: &mut Vec<Row>) {
     let b = start_node(config, &url, "b", lease).await;
     let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
     let opened = Instant::now();
-    sqlx::query("UPDATE agents SET node = NULL").execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE agents SET node = NULL")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     // One more task: its event wakes both daemons' schedulers at once.
     setup.create_task("c000", "job", "/tmp").await.unwrap();
     wait_for(Duration::from_secs(300), "every task to end", || async {
-        let list: TaskList = a.client().get("/api/tasks?state=failed&limit=2000").await.ok()?;
+        let list: TaskList = a
+            .client()
+            .get("/api/tasks?state=failed&limit=2000")
+            .await
+            .ok()?;
         (list.tasks.len() == tasks + 1).then_some(())
     })
     .await;
@@ -156,19 +180,43 @@ async fn claims(rows: &mut Vec<Row>) {
     let running: Vec<i64> = all_events(&a, 0)
         .await
         .iter()
-        .filter(|e| matches!(e.body(), Some(EventBody::TaskState { state: TaskState::Running })))
+        .filter(|e| {
+            matches!(
+                e.body(),
+                Some(EventBody::TaskState {
+                    state: TaskState::Running
+                })
+            )
+        })
         .map(|e| e.at_ms)
         .collect();
-    let span = Duration::from_millis((running.iter().max().unwrap() - running.iter().min().unwrap()) as u64);
+    let span = Duration::from_millis(
+        (running.iter().max().unwrap() - running.iter().min().unwrap()) as u64,
+    );
     let list: TaskList = a.client().get("/api/tasks?limit=2000").await.unwrap();
-    let on_a = list.tasks.iter().filter(|t| t.node.as_deref() == Some("a")).count();
+    let on_a = list
+        .tasks
+        .iter()
+        .filter(|t| t.node.as_deref() == Some("a"))
+        .count();
     rows.push((
-        format!("claims/s, 2 daemons × 16 slots, {} queued tasks (first to last claim)", tasks + 1),
-        format!("{:.0} ({} on a, {} on b)", running.len() as f64 / span.as_secs_f64(), on_a, tasks + 1 - on_a),
+        format!(
+            "claims/s, 2 daemons × 16 slots, {} queued tasks (first to last claim)",
+            tasks + 1
+        ),
+        format!(
+            "{:.0} ({} on a, {} on b)",
+            running.len() as f64 / span.as_secs_f64(),
+            on_a,
+            tasks + 1 - on_a
+        ),
         "report".into(),
     ));
     rows.push((
-        format!("{} queued tasks claimed, started and ended by 2 daemons (wall)", tasks + 1),
+        format!(
+            "{} queued tasks claimed, started and ended by 2 daemons (wall)",
+            tasks + 1
+        ),
         format!("{:.2} s", took.as_secs_f64()),
         "report".into(),
     ));
@@ -198,7 +246,9 @@ async fn failover(rows: &mut Vec<Row>) {
         wait_for(Duration::from_secs(60), "b to recover the task", || async {
             lazyboy_tests::task_events(&b, &task)
                 .await
-                .contains(&EventBody::TaskState { state: TaskState::Recovering })
+                .contains(&EventBody::TaskState {
+                    state: TaskState::Recovering,
+                })
                 .then_some(())
         })
         .await;

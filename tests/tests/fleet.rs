@@ -60,7 +60,10 @@ async fn two_daemons_run_forty_tasks_once_each_within_the_limits() {
     let mock = MockModel::start().await;
     let counts = tempfile::tempdir().unwrap();
     one_command_per_job(&mock, counts.path(), "", Duration::from_millis(120));
-    let config = format!("max_concurrent_tasks = 3\n{}", model_config(&mock, "openai"));
+    let config = format!(
+        "max_concurrent_tasks = 3\n{}",
+        model_config(&mock, "openai")
+    );
     let a = start_node(&config, &url, "a", LEASE).await;
     let b = start_node(&config, &url, "b", LEASE).await;
     let agents: Vec<String> = (0..8).map(|i| format!("g{i}")).collect();
@@ -83,10 +86,22 @@ async fn two_daemons_run_forty_tasks_once_each_within_the_limits() {
     for n in 0..40 {
         let daemon = if n % 2 == 0 { &a } else { &b };
         let agent = &agents[n % 8];
-        created.push(create_task(daemon, agent, &format!("do job-{n}"), Some(workspace.path())).await);
+        created.push(
+            create_task(
+                daemon,
+                agent,
+                &format!("do job-{n}"),
+                Some(workspace.path()),
+            )
+            .await,
+        );
     }
     wait_for(Duration::from_secs(120), "all 40 tasks to end", || async {
-        let list: TaskList = a.client().get("/api/tasks?state=done&limit=100").await.ok()?;
+        let list: TaskList = a
+            .client()
+            .get("/api/tasks?state=done&limit=100")
+            .await
+            .ok()?;
         (list.tasks.len() == 40).then_some(())
     })
     .await;
@@ -100,12 +115,18 @@ async fn two_daemons_run_forty_tasks_once_each_within_the_limits() {
         .iter()
         .map(|t| (t.id.clone(), t.node.clone().unwrap_or_default()))
         .collect();
-    let agent_of: HashMap<String, String> =
-        tasks.iter().map(|t| (t.id.clone(), t.agent.clone())).collect();
+    let agent_of: HashMap<String, String> = tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.agent.clone()))
+        .collect();
     for task in &tasks {
         assert_eq!(task.verdict, Some(Verdict::Answer));
         if task.agent == "g6" || task.agent == "g7" {
-            assert_eq!(task.node.as_deref(), Some("b"), "a pinned agent's task ran elsewhere");
+            assert_eq!(
+                task.node.as_deref(),
+                Some("b"),
+                "a pinned agent's task ran elsewhere"
+            );
         }
     }
     let per_node = |node: &str| node_of.values().filter(|n| *n == node).count();
@@ -119,7 +140,9 @@ async fn two_daemons_run_forty_tasks_once_each_within_the_limits() {
     for event in all_events(&a, 0).await {
         let Some(task) = &event.task else { continue };
         match event.body() {
-            Some(EventBody::TaskState { state: TaskState::Running }) => {
+            Some(EventBody::TaskState {
+                state: TaskState::Running,
+            }) => {
                 let agent = &agent_of[task];
                 assert!(
                     !open.iter().any(|t| &agent_of[t] == agent),
@@ -136,12 +159,19 @@ async fn two_daemons_run_forty_tasks_once_each_within_the_limits() {
         }
         peak = peak.max(open.len());
     }
-    assert!(peak > 3, "the two daemons ran tasks side by side (peak {peak})");
+    assert!(
+        peak > 3,
+        "the two daemons ran tasks side by side (peak {peak})"
+    );
     mock.assert_clean();
 
     let nodes: NodeList = a.client().get("/api/nodes").await.unwrap();
     assert_eq!(nodes.this, "a");
-    let names: Vec<(&str, bool)> = nodes.nodes.iter().map(|n| (n.name.as_str(), n.alive)).collect();
+    let names: Vec<(&str, bool)> = nodes
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.alive))
+        .collect();
     assert_eq!(names, [("a", true), ("b", true)]);
     let mut cli = a.cli();
     cli.arg("nodes");
@@ -167,14 +197,20 @@ async fn a_killed_daemons_tasks_are_recovered_by_the_other_and_never_rerun() {
         let agent = add_agent(&a, &format!("k{n}")).await;
         ids.push(create_task(&a, &agent, &format!("do job-{n}"), Some(workspace.path())).await);
     }
-    wait_for(Duration::from_secs(30), "every command to be running on a", || async {
-        (runs(counts.path()).len() == 3).then_some(())
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "every command to be running on a",
+        || async { (runs(counts.path()).len() == 3).then_some(()) },
+    )
     .await;
     // b comes up while a lives: a's tasks stay a's.
     let b = start_node(&config, &url, "b", LEASE).await;
     let before: Vec<Task> = tasks(&b).await;
-    assert!(before.iter().all(|t| t.node.as_deref() == Some("a") && t.state == TaskState::Running));
+    assert!(
+        before
+            .iter()
+            .all(|t| t.node.as_deref() == Some("a") && t.state == TaskState::Running)
+    );
     let killed = Instant::now();
     a.kill9();
     let finished = wait_for(Duration::from_secs(60), "b to finish a's tasks", || async {
@@ -183,12 +219,17 @@ async fn a_killed_daemons_tasks_are_recovered_by_the_other_and_never_rerun() {
     })
     .await;
     let took = killed.elapsed();
-    assert!(took >= LEASE / 2, "recovered before a's lease could run out ({took:?})");
+    assert!(
+        took >= LEASE / 2,
+        "recovered before a's lease could run out ({took:?})"
+    );
     for task in &finished {
         assert_eq!(task.verdict, Some(Verdict::Answer), "{task:?}");
         assert_eq!(task.node.as_deref(), Some("b"));
         let events = lazyboy_tests::task_events(&b, &task.id).await;
-        assert!(events.contains(&EventBody::TaskState { state: TaskState::Recovering }));
+        assert!(events.contains(&EventBody::TaskState {
+            state: TaskState::Recovering
+        }));
         let results: Vec<&ToolStatus> = events
             .iter()
             .filter_map(|e| match e {
@@ -196,10 +237,17 @@ async fn a_killed_daemons_tasks_are_recovered_by_the_other_and_never_rerun() {
                 _ => None,
             })
             .collect();
-        assert_eq!(results, [&ToolStatus::Unknown], "the in-flight call is unknown, once");
+        assert_eq!(
+            results,
+            [&ToolStatus::Unknown],
+            "the in-flight call is unknown, once"
+        );
     }
     let ran = runs(counts.path());
-    assert!(ran.values().all(|n| *n == 1), "a command ran again: {ran:?}");
+    assert!(
+        ran.values().all(|n| *n == 1),
+        "a command ran again: {ran:?}"
+    );
     let nodes: NodeList = b.client().get("/api/nodes").await.unwrap();
     let a_node = nodes.nodes.iter().find(|n| n.name == "a").unwrap();
     assert!(!a_node.alive && a_node.running.is_empty(), "{a_node:?}");

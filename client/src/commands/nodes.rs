@@ -82,9 +82,18 @@ mod tests {
         };
         let table = table(&list, 15_000);
         let lines: Vec<&str> = table.lines().collect();
-        assert!(lines[1].contains("stopped") && lines[1].ends_with('-'), "{table}");
-        assert!(lines[2].starts_with("* b") && lines[2].contains("alive"), "{table}");
-        assert!(lines[2].contains("5s") && lines[2].ends_with("t-1 t-2"), "{table}");
+        assert!(
+            lines[1].contains("stopped") && lines[1].ends_with('-'),
+            "{table}"
+        );
+        assert!(
+            lines[2].starts_with("* b") && lines[2].contains("alive"),
+            "{table}"
+        );
+        assert!(
+            lines[2].contains("5s") && lines[2].ends_with("t-1 t-2"),
+            "{table}"
+        );
         assert!(lines[3].contains("gone"), "{table}");
     }
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::{Runtime, Running, schedules};
+use super::{Running, Runtime, schedules};
 use crate::store::{Renewal, StoreError, Topic};
 
 impl Runtime {
@@ -62,7 +62,8 @@ impl Runtime {
     /// Records this daemon as its node; waits (at most a lease) for the heartbeat of a
     /// previous process with the same name to go stale, as after a `kill -9`.
     async fn register(&self, url: &str) -> Result<(), StoreError> {
-        let ttl = Duration::from_millis(u64::try_from(self.store.fleet().lease_ttl_ms).unwrap_or(0));
+        let ttl =
+            Duration::from_millis(u64::try_from(self.store.fleet().lease_ttl_ms).unwrap_or(0));
         let deadline = Instant::now() + ttl + Duration::from_millis(self.renew_every_ms());
         let mut told = false;
         loop {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use lazyboy_protocol::{Agent, AgentState, EventBody, TaskState};
 
-use super::events::{LiveEvent, Target};
 use super::StoreError;
+use super::events::{LiveEvent, Target};
 
 /// A live (not deleted) agent with its chat thread.
 #[derive(Debug, Clone, sqlx::FromRow)]

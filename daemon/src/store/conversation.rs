@@ -12,7 +12,6 @@ use lazyboy_protocol::EventBody;
 
 use super::{Store, StoreError};
 
-
 /// The kinds that make up the conversation, as the partial index `events_conversation` and
 /// the full-text index name them (queries repeat the list so the planner uses the index).
 pub(super) const KINDS: &str = "('user_message', 'agent_message', 'task_created', \

@@ -181,7 +181,9 @@ impl Store {
     /// migrations.
     pub async fn connect(database: &Database, bus: Bus, fleet: Fleet) -> Result<Store, StoreError> {
         let backend = match database {
-            Database::Sqlite(path) => Backend::Sqlite(sqlite::Sqlite::open(path, bus, fleet).await?),
+            Database::Sqlite(path) => {
+                Backend::Sqlite(sqlite::Sqlite::open(path, bus, fleet).await?)
+            }
             Database::Postgres(url) => {
                 Backend::Postgres(postgres::Postgres::open(url, bus, fleet).await?)
             }

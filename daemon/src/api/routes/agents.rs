@@ -81,9 +81,8 @@ pub async fn update(
     if let Some(node) = request.node.as_deref().filter(|n| !n.is_empty()) {
         check_node(node)?;
     }
-    let changes = request.instructions.is_some()
-        || request.model.is_some()
-        || request.workspace.is_some();
+    let changes =
+        request.instructions.is_some() || request.model.is_some() || request.workspace.is_some();
     let mut row = if changes || request.node.is_none() {
         state
             .store

@@ -121,13 +121,15 @@ impl Postgres {
         if let Some(workspace) = workspace {
             agent.workspace = cleared(workspace);
         }
-        sqlx::query("UPDATE agents SET instructions = $1, model = $2, workspace = $3 WHERE id = $4")
-            .bind(&agent.instructions)
-            .bind(&agent.model)
-            .bind(&agent.workspace)
-            .bind(agent.id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE agents SET instructions = $1, model = $2, workspace = $3 WHERE id = $4",
+        )
+        .bind(&agent.instructions)
+        .bind(&agent.model)
+        .bind(&agent.workspace)
+        .bind(agent.id)
+        .execute(&mut *tx)
+        .await?;
         let body = EventBody::AgentUpdated {
             instructions: agent.instructions.clone(),
             model: agent.model.clone(),

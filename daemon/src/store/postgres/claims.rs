@@ -8,10 +8,10 @@ use sqlx::PgConnection;
 
 use super::events::insert;
 use super::{DB_NOW_MS, Postgres, Tx, int};
+use crate::store::StoreError;
 use crate::store::claims::Renewal;
 use crate::store::events::LiveEvent;
 use crate::store::tasks::{SELECT_TASK, TaskRow};
-use crate::store::StoreError;
 
 /// Whether a running task's claim may be taken over by `$1` (this node): nobody owns it,
 /// this node owned it, or its lease ran out. Checked on the updated row itself.
@@ -73,6 +73,17 @@ impl Postgres {
     }
 
     pub(in crate::store) async fn claim_subagents(&self) -> Result<Vec<TaskRow>, StoreError> {
+        // Most wake-ups have none: a read, not the log's lock, says so.
+        let any: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM tasks c JOIN tasks p ON p.id = c.parent_id \
+             WHERE c.state = 'queued' AND p.owner = $1)",
+        )
+        .bind(&self.fleet.node)
+        .fetch_one(&self.pool)
+        .await?;
+        if !any {
+            return Ok(Vec::new());
+        }
         let mut tx = self.begin().await?;
         let sql = format!(
             "UPDATE tasks SET {} WHERE state = 'queued' \

@@ -18,8 +18,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::Bus;
-use crate::store::events::{EventFilter, LiveEvent};
 use crate::store::StoreError;
+use crate::store::events::{EventFilter, LiveEvent};
 
 /// The tailer re-reads the log at least this often, notification or not.
 const SAFETY: Duration = Duration::from_secs(2);

@@ -127,10 +127,9 @@ impl Postgres {
 }
 
 async fn refuse_newer_schema(pool: &PgPool) -> Result<(), StoreError> {
-    let has_table: bool =
-        sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
-            .fetch_one(pool)
-            .await?;
+    let has_table: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await?;
     if !has_table {
         return Ok(());
     }

@@ -5,8 +5,8 @@
 use lazyboy_protocol::EventBody;
 use sqlx::PgConnection;
 
-use super::events::insert;
 use super::Postgres;
+use super::events::insert;
 use super::tasks::insert_task;
 use crate::store::schedules::{FireOutcome, Firing, SELECT_SCHEDULE, ScheduleRow};
 use crate::store::{StoreError, now_ms};
@@ -69,7 +69,10 @@ impl Postgres {
         Ok(row)
     }
 
-    pub(in crate::store) async fn schedules(&self, agent: Option<&str>) -> Result<Vec<ScheduleRow>, StoreError> {
+    pub(in crate::store) async fn schedules(
+        &self,
+        agent: Option<&str>,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
         let sql = format!(
             "{SELECT_SCHEDULE} AND ($1::TEXT IS NULL OR a.name = $1) ORDER BY s.created_at_ms, s.id"
         );
@@ -140,12 +143,13 @@ impl Postgres {
             "SELECT MIN(s.next_run_at_ms) FROM schedules s JOIN agents a ON a.id = s.agent_id \
              WHERE a.deleted_at_ms IS NULL AND {ACTIVE}"
         );
-        Ok(sqlx::query_scalar(&sql)
-            .fetch_one(&self.pool)
-            .await?)
+        Ok(sqlx::query_scalar(&sql).fetch_one(&self.pool).await?)
     }
 
-    pub(in crate::store) async fn due_schedules(&self, now_ms: i64) -> Result<Vec<ScheduleRow>, StoreError> {
+    pub(in crate::store) async fn due_schedules(
+        &self,
+        now_ms: i64,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
         let sql = format!(
             "{SELECT_SCHEDULE} AND {ACTIVE} AND s.next_run_at_ms <= $1 \
              ORDER BY s.next_run_at_ms, s.id"
@@ -216,10 +220,7 @@ impl Postgres {
 
 /// The schedule `id` of a live agent, with the agent's chat thread, read on the writer's
 /// open transaction.
-async fn locked(
-    conn: &mut PgConnection,
-    id: &str,
-) -> Result<(ScheduleRow, String), StoreError> {
+async fn locked(conn: &mut PgConnection, id: &str) -> Result<(ScheduleRow, String), StoreError> {
     let sql = format!("{SELECT_SCHEDULE} AND s.id = $1");
     let row: ScheduleRow = sqlx::query_as(&sql)
         .bind(id)

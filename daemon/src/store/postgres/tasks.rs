@@ -3,12 +3,12 @@
 use lazyboy_protocol::{EventBody, TaskState};
 use sqlx::PgConnection;
 
+use super::DB_NOW_MS;
 use super::events::{append, insert};
 use super::{Postgres, int};
 use crate::store::claims::TaskGuard;
 use crate::store::events::LiveEvent;
 use crate::store::tasks::{SELECT_TASK, TaskRow, Transition, history_rows, verdict_str};
-use super::DB_NOW_MS;
 use crate::store::{StoreError, now_ms, state_name};
 
 impl Postgres {
@@ -82,7 +82,10 @@ impl Postgres {
         Ok(())
     }
 
-    pub(in crate::store) async fn subagents(&self, parent: &str) -> Result<Vec<TaskRow>, StoreError> {
+    pub(in crate::store) async fn subagents(
+        &self,
+        parent: &str,
+    ) -> Result<Vec<TaskRow>, StoreError> {
         let sql = format!("{SELECT_TASK} WHERE t.parent_id = $1 ORDER BY t.created_at_ms, t.id");
         Ok(sqlx::query_as(&sql)
             .bind(parent)
@@ -269,11 +272,11 @@ async fn insert_task_row(
     sqlx::query(
         "INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES ($1, $2, 'task', $3)",
     )
-        .bind(&row.thread)
-        .bind(row.agent_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+    .bind(&row.thread)
+    .bind(row.agent_id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
     sqlx::query(
         "INSERT INTO tasks (id, agent_id, thread_id, objective, workspace, state, parent_id, \
          tools, created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)",

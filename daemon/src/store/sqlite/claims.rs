@@ -19,6 +19,10 @@ use crate::store::{StoreError, now_ms};
 const TAKEABLE: &str = "(t.owner IS NULL OR t.owner = ?2 OR t.lease_expires_at_ms IS NULL \
     OR t.lease_expires_at_ms < ?1 OR ?3)";
 
+/// Whether a queued subagent of a task of node `?` waits.
+const SUBAGENTS_WAITING: &str = "SELECT EXISTS (SELECT 1 FROM tasks c JOIN tasks p \
+    ON p.id = c.parent_id WHERE c.state = 'queued' AND p.owner = ?)";
+
 impl Sqlite {
     pub(in crate::store) async fn claim_next(
         &self,
@@ -57,6 +61,14 @@ impl Sqlite {
     }
 
     pub(in crate::store) async fn claim_subagents(&self) -> Result<Vec<TaskRow>, StoreError> {
+        // Most wake-ups have none: a read, not a write transaction, says so.
+        let any: bool = sqlx::query_scalar(SUBAGENTS_WAITING)
+            .bind(&self.fleet.node)
+            .fetch_one(&self.reader)
+            .await?;
+        if !any {
+            return Ok(Vec::new());
+        }
         let mut writer = self.writer.lock().await;
         let mut tx = writer.begin().await?;
         let now = now_ms();

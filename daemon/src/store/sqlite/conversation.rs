@@ -7,7 +7,10 @@ use crate::store::StoreError;
 use crate::store::conversation::{KINDS, Row};
 
 impl Sqlite {
-    pub(in crate::store) async fn generation_start(&self, agent_id: i64) -> Result<i64, StoreError> {
+    pub(in crate::store) async fn generation_start(
+        &self,
+        agent_id: i64,
+    ) -> Result<i64, StoreError> {
         let sql = format!(
             "SELECT COALESCE(MAX(seq), 0) FROM events WHERE agent_id = ? AND kind IN {KINDS} \
              AND kind = 'conversation_cleared'"

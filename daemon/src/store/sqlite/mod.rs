@@ -100,7 +100,10 @@ impl Sqlite {
 impl Sqlite {
     pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
         let mut writer = self.writer.lock().await;
-        Ok(sqlx::query(sql).execute(&mut *writer).await?.rows_affected())
+        Ok(sqlx::query(sql)
+            .execute(&mut *writer)
+            .await?
+            .rows_affected())
     }
 }
 

@@ -69,7 +69,10 @@ impl Sqlite {
         Ok(row)
     }
 
-    pub(in crate::store) async fn schedules(&self, agent: Option<&str>) -> Result<Vec<ScheduleRow>, StoreError> {
+    pub(in crate::store) async fn schedules(
+        &self,
+        agent: Option<&str>,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
         let sql = format!(
             "{SELECT_SCHEDULE} AND (?1 IS NULL OR a.name = ?1) ORDER BY s.created_at_ms, s.id"
         );
@@ -142,12 +145,13 @@ impl Sqlite {
             "SELECT MIN(s.next_run_at_ms) FROM schedules s JOIN agents a ON a.id = s.agent_id \
              WHERE a.deleted_at_ms IS NULL AND {ACTIVE}"
         );
-        Ok(sqlx::query_scalar(&sql)
-            .fetch_one(&self.reader)
-            .await?)
+        Ok(sqlx::query_scalar(&sql).fetch_one(&self.reader).await?)
     }
 
-    pub(in crate::store) async fn due_schedules(&self, now_ms: i64) -> Result<Vec<ScheduleRow>, StoreError> {
+    pub(in crate::store) async fn due_schedules(
+        &self,
+        now_ms: i64,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
         let sql = format!(
             "{SELECT_SCHEDULE} AND {ACTIVE} AND s.next_run_at_ms <= ? \
              ORDER BY s.next_run_at_ms, s.id"

@@ -85,7 +85,10 @@ impl Sqlite {
         Ok(())
     }
 
-    pub(in crate::store) async fn subagents(&self, parent: &str) -> Result<Vec<TaskRow>, StoreError> {
+    pub(in crate::store) async fn subagents(
+        &self,
+        parent: &str,
+    ) -> Result<Vec<TaskRow>, StoreError> {
         let sql = format!("{SELECT_TASK} WHERE t.parent_id = ? ORDER BY t.created_at_ms, t.id");
         Ok(sqlx::query_as(&sql)
             .bind(parent)
