@@ -83,6 +83,14 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::continue_task(&client, &task, cli.json).await
         }
+        Command::Approve { task, for_task } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::approve::approve(&client, &task, for_task, cli.json).await
+        }
+        Command::Deny { task, reason } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::approve::deny(&client, &task, reason, cli.json).await
+        }
         Command::Answer { task, text, option } => {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::answer(&client, &task, text, option, cli.json).await
@@ -95,6 +103,12 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::schedule::run(&client, command, cli.json).await
         }
+        Command::Mcp(command) => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::mcp::run(&client, command, cli.json).await
+        }
+        Command::Doctor => commands::doctor::run(&client, cli.json).await,
+        Command::Box(command) => commands::boxes::run(&client, command, cli.json).await,
         Command::Events(args) => {
             daemon_proc::ensure_running(&client).await?;
             commands::events::run(&client, args, cli.json).await

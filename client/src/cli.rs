@@ -33,6 +33,10 @@ pub enum Command {
     /// Run the daemon as a login service (systemd user unit on Linux, launchd agent on macOS).
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// The box: the agents' shared Linux desktop in Docker (build its image, see who holds
+    /// it, start or stop it).
+    #[command(subcommand, name = "box")]
+    Box(BoxCommand),
     /// Print the event log.
     Events(EventsArgs),
     /// Hand an agent a job on a cron schedule (crontab syntax, local time); schedules fire
@@ -82,6 +86,25 @@ pub enum Command {
     Continue { task: String },
     /// List the daemons (nodes) sharing this daemon's database: heartbeat, running tasks.
     Nodes,
+    /// MCP servers: their state and tools, or test one (connect and list its tools).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Check the setup: config, model, MCP servers, web search, Docker and the box image,
+    /// the service. One line each with how to fix it; exit code 1 if anything fails.
+    Doctor,
+    /// Approve the call a task waits on: it runs, then the task goes on.
+    Approve {
+        task: String,
+        /// Also approve the same call (same command, file or URL) for the rest of the task.
+        #[arg(long)]
+        for_task: bool,
+    },
+    /// Deny the call a task waits on: it never runs; the agent is told why.
+    Deny {
+        task: String,
+        /// What the agent reads ("denied by the person: <reason>").
+        reason: Option<String>,
+    },
     /// Answer a task's question (free text, or --option N); the same task resumes.
     Answer {
         task: String,
@@ -106,6 +129,23 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum BoxCommand {
+    /// Build the box's image (lazyboy/box:<hash>, tagged :latest) with Docker; needs no
+    /// daemon. Skipped when the image for these sources exists.
+    Build {
+        /// Build even if it exists (Docker's layer cache still applies).
+        #[arg(long)]
+        force: bool,
+    },
+    /// The box's state, who holds its screen and who waits (`--json` for the API's answer).
+    Status,
+    /// Start the box (create its container on first use) and wait until its browser answers.
+    Start,
+    /// Stop the box, closing its browser first so logins are kept.
+    Stop,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum DaemonCommand {
     /// Start a detached daemon (does nothing if one is running).
     Start {
@@ -113,6 +153,8 @@ pub enum DaemonCommand {
         /// name); agents pinned to it (`team add --node`) run only there.
         #[arg(long)]
         node: Option<String>,
+        #[command(flatten)]
+        reach: ReachArgs,
     },
     /// Stop the daemon gracefully.
     Stop,
@@ -124,6 +166,23 @@ pub enum DaemonCommand {
         #[arg(long)]
         rotate: bool,
     },
+}
+
+/// How the dashboard is reached from other devices.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ReachArgs {
+    /// Listen on every interface (port $LAZYBOY_WEB_PORT, default 8787) with the token
+    /// (created if missing), and print each LAN URL with a QR code of it, for a phone on
+    /// the same network.
+    #[arg(long)]
+    pub lan: bool,
+    /// Serve HTTPS with this PEM certificate chain (a Tailscale or mkcert certificate): a
+    /// phone's browser gives the dashboard its service worker and notifications only then.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -154,8 +213,10 @@ pub struct ServiceInstallArgs {
     #[arg(long, conflicts_with = "print")]
     pub no_load: bool,
     /// Passed to `lazyboyd --listen` (default: 127.0.0.1:8787).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "lan")]
     pub listen: Option<SocketAddr>,
+    #[command(flatten)]
+    pub reach: ReachArgs,
     /// Generate the file for this service manager instead of this machine's (linux, macos);
     /// it is only loaded on its own platform.
     #[arg(long, value_enum, hide = true)]
@@ -211,6 +272,30 @@ pub struct AgentSettings {
     /// runs them. "" unpins it.
     #[arg(long)]
     pub node: Option<String>,
+    /// Effects whose calls wait for your approval, comma-separated: command,
+    /// workspace_write, network, box; "" for none (the default).
+    #[arg(long, value_name = "EFFECTS")]
+    pub approve: Option<String>,
+    /// An exec_command rule that needs no approval: "git status" (exactly), "cargo test*"
+    /// (a prefix); repeat it for more; "" clears the list.
+    #[arg(long, value_name = "RULE")]
+    pub allow: Option<Vec<String>>,
+    /// Where its host commands may write: workspace-write (the default for named agents),
+    /// read-only, or off (unconfined; the default for `default`).
+    #[arg(long, value_parser = ["workspace-write", "read-only", "off"])]
+    pub sandbox: Option<String>,
+    /// The MCP servers its tasks get, comma-separated names of [mcp.servers.NAME] in
+    /// config.toml; "" for none.
+    #[arg(long)]
+    pub mcp: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Each configured server: its state, and its tools once it has run.
+    Ls,
+    /// Start (or reach) a server now and list its tools; exit code 1 if it fails.
+    Test { name: String },
 }
 
 #[derive(Debug, Subcommand)]

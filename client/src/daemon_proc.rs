@@ -41,26 +41,20 @@ pub async fn health(client: &Client) -> anyhow::Result<Health> {
 
 /// The health of the running daemon, starting one first if none answers.
 pub async fn ensure_running(client: &Client) -> anyhow::Result<Health> {
-    ensure_running_as(client, None).await
-}
-
-/// [`ensure_running`], naming the node a new daemon is (`--node`); a daemon already
-/// running keeps its name.
-pub async fn ensure_running_as(client: &Client, node: Option<&str>) -> anyhow::Result<Health> {
     match client.get::<Health>("/api/health").await {
         Ok(_) => health(client).await,
-        Err(ClientError::NotRunning { .. }) => start_as(client, node).await,
+        Err(ClientError::NotRunning { .. }) => start(client).await,
         Err(other) => Err(other.into()),
     }
 }
 
 /// Starts a detached daemon and waits until it answers.
 pub async fn start(client: &Client) -> anyhow::Result<Health> {
-    start_as(client, None).await
+    start_with(client, &[]).await
 }
 
-/// [`start`] as node `node` (default: the host name).
-pub async fn start_as(client: &Client, node: Option<&str>) -> anyhow::Result<Health> {
+/// [`start`], passing `args` on to `lazyboyd` (`--listen`, `--tls-cert`, ...).
+pub async fn start_with(client: &Client, args: &[String]) -> anyhow::Result<Health> {
     let home = client.home();
     let logs = home.join(paths::LOGS);
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
@@ -71,12 +65,9 @@ pub async fn start_as(client: &Client, node: Option<&str>) -> anyhow::Result<Hea
         .open(&out_path)
         .with_context(|| format!("cannot open {}", out_path.display()))?;
     let binary = daemon_binary();
-    let mut command = Command::new(&binary);
-    if let Some(node) = node {
-        command.args(["--node", node]);
-    }
-    let mut child = command
+    let mut child = Command::new(&binary)
         .arg("--detach")
+        .args(args)
         .env("LAZYBOY_HOME", home)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)

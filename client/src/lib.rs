@@ -2,9 +2,11 @@
 //! starts the daemon when a command needs it.
 
 pub mod app;
+pub mod approval;
 pub mod cli;
 pub mod commands;
 pub mod connection;
 pub mod daemon_proc;
+pub mod reach;
 pub mod render;
 pub mod service_file;

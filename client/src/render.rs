@@ -134,6 +134,29 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
             clean(node)
         ));
     }
+    let list = |items: Vec<String>| {
+        if items.is_empty() {
+            "(none)".to_owned()
+        } else {
+            items.join(", ")
+        }
+    };
+    out.push_str(&format!("sandbox:      {}\n", agent.sandbox.as_str()));
+    out.push_str(&format!(
+        "approve:      {}\n",
+        list(
+            agent
+                .approve
+                .iter()
+                .map(|e| e.as_str().to_owned())
+                .collect()
+        )
+    ));
+    out.push_str(&format!(
+        "allow:        {}\n",
+        list(agent.allow.iter().map(|r| format!("{r:?}")).collect())
+    ));
+    out.push_str(&format!("mcp:          {}\n", list(agent.mcp.clone())));
     if agent.instructions.trim().is_empty() {
         out.push_str("instructions: (none)\n");
     } else {
@@ -285,6 +308,30 @@ impl TaskPrinter {
                 )?;
             }
             EventBody::AgentMessage { text } => writeln!(out, "{}", self.bold(&text))?,
+            EventBody::Question {
+                question,
+                approval: Some(approval),
+                ..
+            } => {
+                let task = event.task.as_deref().unwrap_or("TASK");
+                writeln!(out, "{}", self.bold(&format!("? {}", one_line(&question))))?;
+                write!(out, "{}", crate::approval::details(&approval, task))?;
+            }
+            EventBody::ApprovalDecided {
+                decision, reason, ..
+            } => {
+                let text = match (decision, reason) {
+                    (lazyboy_protocol::Decision::Deny, Some(reason)) => {
+                        format!("✗ denied: {}", one_line(&reason))
+                    }
+                    (lazyboy_protocol::Decision::Deny, None) => "✗ denied".to_owned(),
+                    (lazyboy_protocol::Decision::Approve, _) => "✓ approved".to_owned(),
+                    (lazyboy_protocol::Decision::ApproveForTask, _) => {
+                        "✓ approved for the rest of this task".to_owned()
+                    }
+                };
+                writeln!(out, "{}", self.dim(&text))?;
+            }
             EventBody::Question {
                 question,
                 options,

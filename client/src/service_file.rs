@@ -53,6 +53,8 @@ pub struct Spec {
     pub home: PathBuf,
     /// Passed on as `--listen`.
     pub listen: Option<SocketAddr>,
+    /// Passed on as `--tls-cert`, `--tls-key`.
+    pub tls: Option<(PathBuf, PathBuf)>,
     /// The `PATH` the daemon (and the commands agents run) gets; the managers' own is minimal.
     pub path_env: Option<String>,
 }
@@ -67,6 +69,10 @@ impl Spec {
         ];
         if let Some(listen) = self.listen {
             argv.extend(["--listen".to_owned(), listen.to_string()]);
+        }
+        if let Some((cert, key)) = &self.tls {
+            argv.extend(["--tls-cert".to_owned(), utf8(cert)?.to_owned()]);
+            argv.extend(["--tls-key".to_owned(), utf8(key)?.to_owned()]);
         }
         Ok(argv)
     }
@@ -260,6 +266,7 @@ mod tests {
             daemon: PathBuf::from("/opt/lazy boy/lazyboyd"),
             home: PathBuf::from(home),
             listen: None,
+            tls: None,
             path_env: Some("/usr/bin:/bin".to_owned()),
         }
     }

@@ -37,10 +37,24 @@ struct Args {
     /// Internal: the descriptor the image before the re-exec handed the secrets over on.
     #[arg(long, hide = true)]
     secrets_fd: Option<i32>,
+    /// Serve the dashboard over HTTPS with this PEM certificate chain (and --tls-key): a
+    /// phone's browser allows the service worker and notifications only over HTTPS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// Runs the daemon with the process's arguments.
 pub fn main() -> ExitCode {
+    // The sandbox helper (an agent's command, see `confine`): first of all, while this
+    // process has one thread, as Landlock restricts the calling thread.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(crate::confine::HELPER_FLAG))
+    {
+        return crate::confine::landlock::exec_main(std::env::args_os().skip(2));
+    }
     let args = Args::parse();
     match start(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -71,6 +85,9 @@ fn start(args: Args) -> anyhow::Result<()> {
         }
     }
     crate::secrets::deny_inspection()?;
+    // Processes an agent's command double-forks stay the daemon's descendants, so the API
+    // keeps telling them from the person's (preserved across the exec above either way).
+    crate::confine::reaper::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER)")?;
     if args.detach {
         // A new session: closing the terminal that started us sends no SIGHUP here.
         nix::unistd::setsid().context("setsid")?;
@@ -80,6 +97,7 @@ fn start(args: Args) -> anyhow::Result<()> {
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     crate::tools::set_user_umask(user_umask.bits());
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    crate::confine::set_home(&home);
     let lock = home::lock(&home)?;
     let _log_guard = crate::telemetry::init(&home, !args.detach);
 
@@ -102,6 +120,10 @@ fn start(args: Args) -> anyhow::Result<()> {
         }
     };
 
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::api::tls::load(cert, key)?),
+        _ => None,
+    };
     crate::tools::set_secret_env(provider_key_names);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -133,6 +155,7 @@ fn start(args: Args) -> anyhow::Result<()> {
             socket,
             tcp,
             guard,
+            tls,
         };
         let result = crate::run(daemon, shutdown).await;
         // The socket file goes with us; the lock is released last.

@@ -26,7 +26,14 @@
 //! input = 2.0
 //! cached_input = 0.5
 //! output = 8.0
+//!
+//! [box]
+//! name = "lazyboy-box"              # the container (its volume: <name>-home); LAZYBOY_BOX_NAME wins
+//! image = "lazyboy/box:latest"      # LAZYBOY_BOX_IMAGE wins
 //! ```
+//!
+//! `[web]`, `[web_search]` and `[mcp.servers.NAME]` are described in `web/mod.rs`,
+//! `web/search.rs` and `mcp/mod.rs`.
 //!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
 //! (`openai`/`anthropic`) define or override the default provider; `OPENAI_API_KEY` and
@@ -69,6 +76,15 @@ pub struct ConfigFile {
     /// names it): `[prices."gpt-4.1"] input = 2.0, cached_input = 0.5, output = 8.0`.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    pub web: crate::web::WebSection,
+    #[serde(default)]
+    pub web_search: crate::web::search::WebSearchSection,
+    #[serde(default)]
+    pub mcp: crate::mcp::McpSection,
+    /// `[box]`: which box container and image (`LAZYBOY_BOX_NAME`, `LAZYBOY_BOX_IMAGE` win).
+    #[serde(default, rename = "box")]
+    pub sandbox: BoxSection,
 }
 
 /// A model's price in US dollars per million tokens.
@@ -91,6 +107,15 @@ impl Price {
             + self.output * output as f64;
         cost.max(0.0).round() as u64
     }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxSection {
+    /// The container's name (default `lazyboy-box`; its volume is `<name>-home`).
+    pub name: Option<String>,
+    /// The image (default `lazyboy/box:latest`, what `lazyboy box build` tags).
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -157,6 +182,8 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(e) => return Err(anyhow::anyhow!("{}: {e}", path.display())),
         };
+        file.check()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let max_rounds_total = env("LAZYBOY_MAX_ROUNDS_TOTAL")
             .and_then(|v| v.parse().ok())
             .or(file.max_rounds_total)
@@ -282,6 +309,25 @@ impl Config {
     /// The price of `model`, if the config gives one.
     pub fn price(&self, model: &str) -> Option<Price> {
         self.file.prices.get(model).copied()
+    }
+}
+
+impl ConfigFile {
+    /// What serde cannot check: the web, search and MCP sections make sense.
+    pub fn check(&self) -> Result<(), String> {
+        crate::web::FetchSettings::from_section(&self.web)?;
+        crate::web::search::Search::from_section(&self.web_search)?;
+        self.mcp.check()
+    }
+
+    /// Variable names holding secrets the web search and MCP sections name (withheld from
+    /// agents' commands and MCP servers, like the providers' keys).
+    pub fn reach_secret_env(&self) -> Vec<String> {
+        let search = crate::web::search::Search::from_section(&self.web_search)
+            .ok()
+            .flatten()
+            .and_then(|s| s.key_env().map(str::to_owned));
+        search.into_iter().chain(self.mcp.secret_env()).collect()
     }
 }
 

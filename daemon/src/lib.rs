@@ -10,19 +10,23 @@ pub mod api;
 pub mod bus;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod context;
 pub mod home;
+pub mod mcp;
 pub mod providers;
+pub mod sandbox;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod web;
 
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use lazyboy_protocol::{Health, PROTOCOL_VERSION};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +49,8 @@ pub struct Daemon {
     pub socket: LocalSocket,
     pub tcp: TcpListener,
     pub guard: Guard,
+    /// Serve HTTPS on `tcp` with this configuration (`--tls-cert`, `--tls-key`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Serves both listeners until `shutdown` is cancelled, then shuts down gracefully.
@@ -57,6 +63,8 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         daemon.home.join("workspaces"),
         shutdown.clone(),
     );
+    runtime.sandbox.set_url(&format!("http://{tcp_addr}/"));
+    let tls = daemon.tls.is_some();
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),
@@ -71,23 +79,52 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             pid: std::process::id(),
             protocol: PROTOCOL_VERSION,
             home: daemon.home.display().to_string(),
-            url: format!("http://{tcp_addr}/"),
+            url: dashboard_url(tcp_addr, tls),
             node: daemon.store.fleet().node.clone(),
+            lan_urls: api::lan::urls(tcp_addr, tls),
+            sandbox: match confine::status() {
+                Ok(what) => what.clone(),
+                Err(why) => format!("unavailable: {why}"),
+            },
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
+    match confine::status() {
+        Ok(what) => tracing::info!(sandbox = %what, "agents' host commands can be confined"),
+        Err(why) => tracing::warn!(
+            %why,
+            "agents' host commands cannot be confined here: agents whose sandbox is not `off` \
+             will have their commands refused"
+        ),
+    }
+    tokio::spawn(confine::reaper::run(shutdown.clone()));
 
-    let tcp = daemon.tcp.tap_io(|stream| {
-        // Events are small writes that must leave at once.
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "set_nodelay failed");
-        }
-    });
-    let tcp_server = axum::serve(tcp, api::tcp_router(state.clone(), daemon.guard))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let socket_server = axum::serve(daemon.socket, api::socket_router(state))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    match runtime.start(&format!("http://{tcp_addr}/")).await {
+    // Each connection learns whether an agent's process is on its other end (`api::peers`).
+    let router = api::tcp_router(state.clone(), daemon.guard)
+        .into_make_service_with_connect_info::<api::peers::Peer>();
+    let stop = shutdown.clone().cancelled_owned();
+    let tcp_server: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
+        match daemon.tls {
+            Some(config) => {
+                let tls = api::tls::TlsListener::new(daemon.tcp, config)?;
+                Box::pin(
+                    axum::serve(tls, router)
+                        .with_graceful_shutdown(stop)
+                        .into_future(),
+                )
+            }
+            None => Box::pin(
+                axum::serve(api::listeners::Tcp(daemon.tcp), router)
+                    .with_graceful_shutdown(stop)
+                    .into_future(),
+            ),
+        };
+    let socket_server = axum::serve(
+        daemon.socket,
+        api::socket_router(state).into_make_service_with_connect_info::<api::peers::Peer>(),
+    )
+    .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    match runtime.start(&dashboard_url(tcp_addr, tls)).await {
         Ok(0) => {}
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),
         Err(error @ store::StoreError::NodeInUse(_)) => return Err(error.into()),
@@ -117,6 +154,19 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     socket_result?;
     tracing::info!("lazyboyd stopped");
     Ok(())
+}
+
+/// The dashboard's URL on this machine: an all-interfaces listener (`0.0.0.0`, `::`) is
+/// named by its loopback address, which works here; `0.0.0.0` is no address to visit.
+/// `lazyboy daemon start --lan` prints the LAN addresses beside it.
+pub fn dashboard_url(addr: SocketAddr, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    format!("{scheme}://{}/", SocketAddr::new(ip, addr.port()))
 }
 
 /// The agent `lazyboy run` uses when none is named.

@@ -1,7 +1,7 @@
 -- An agent's conversation across its tasks: what the person and the agent said to each other
 -- (objectives, messages, final words), plus its summaries and clears. A partial index keeps
 -- reading it cheap without costing other appends anything.
-CREATE INDEX events_conversation ON events (agent_id, seq)
+CREATE INDEX events_dialogue ON events (agent_id, seq)
     WHERE kind IN ('user_message', 'agent_message', 'task_created', 'task_finished',
                    'summary', 'conversation_cleared');
 

@@ -10,6 +10,15 @@ pub use nodes::{Node, NodeList};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod dashboard;
+pub use dashboard::*;
+mod reach;
+pub use reach::*;
+mod boundaries;
+pub use boundaries::{
+    APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,
+};
+
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
 pub const PROTOCOL_VERSION: u32 = 3;
 
@@ -57,12 +66,20 @@ pub struct Health {
     /// The daemon's home directory.
     #[serde(default)]
     pub home: String,
-    /// The URL of the dashboard (the TCP listener).
+    /// The URL of the dashboard (the TCP listener) on this machine; never `0.0.0.0`.
     #[serde(default)]
     pub url: String,
     /// This daemon's node name (several daemons on one database tell themselves apart by it).
     #[serde(default)]
     pub node: String,
+    /// For a listener on all interfaces: its URL on each network interface (what a phone on
+    /// the same network opens). Empty for a loopback listener.
+    #[serde(default)]
+    pub lan_urls: Vec<String>,
+    /// What confines agents' host commands here: "landlock (ABI 7)", or why nothing can
+    /// (then the `workspace-write` and `read-only` sandboxes refuse to run commands).
+    #[serde(default)]
+    pub sandbox: String,
 }
 
 /// Every API error body: `{"error":{"code":"...","message":"..."}}`.
@@ -93,6 +110,18 @@ pub struct CreateAgent {
     /// Pin the agent's tasks to this node (several daemons on one database).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The MCP servers (names of `[mcp.servers.NAME]`) whose tools its tasks get.
+    #[serde(default)]
+    pub mcp: Option<Vec<String>>,
+    /// Effects whose calls wait for the person's approval (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<Effect>>,
+    /// `exec_command` rules that need no approval: "git status", "cargo test*".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    /// Where its host commands may write (default: `workspace-write`; `off` for `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
 }
 
 /// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
@@ -109,6 +138,17 @@ pub struct UpdateAgent {
     /// The node to pin the agent to; an empty string unpins it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// Replaces the agent's MCP servers (`[]`: none).
+    #[serde(default)]
+    pub mcp: Option<Vec<String>>,
+    /// Replaces the effects that need approval (an empty list: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<Effect>>,
+    /// Replaces the `exec_command` allow rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
 }
 
 /// An agent as the API shows it, with what it is doing now.
@@ -143,6 +183,18 @@ pub struct Agent {
     /// The node its tasks are pinned to (`None`: whichever daemon has room).
     #[serde(default)]
     pub node: Option<String>,
+    /// The MCP servers whose tools its tasks get.
+    #[serde(default)]
+    pub mcp: Vec<String>,
+    /// Effects whose calls wait for the person's approval.
+    #[serde(default)]
+    pub approve: Vec<Effect>,
+    /// `exec_command` rules that need no approval.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Where its host commands may write (the value in force, default included).
+    #[serde(default)]
+    pub sandbox: Sandbox,
 }
 
 /// What an agent is doing, from its tasks.
@@ -311,6 +363,19 @@ pub enum EventBody {
         options: Vec<String>,
         /// For a takeover: login, 2fa, captcha, authorization or other.
         takeover: Option<String>,
+        /// Set when the runtime asks the person to approve a call before it runs (the agent's
+        /// `approve` policy): what exactly will run. Options are [`APPROVAL_OPTIONS`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Box<Approval>>,
+    },
+    /// The person decided on a call waiting for approval. A denied call gets its result
+    /// ("denied by the person: ...") right after this; an approved one runs when the task
+    /// resumes, followed by the rest of its batch.
+    ApprovalDecided {
+        call_id: String,
+        decision: Decision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Something the runtime told the model (a reminder, a recovery note).
     RuntimeNote { text: String },
@@ -318,11 +383,13 @@ pub enum EventBody {
     Heartbeat { operation: String, elapsed_ms: u64 },
     /// The task ended its turn.
     TaskFinished { verdict: Verdict, message: String },
-    /// An agent's instructions, model or workspace changed (the new values).
+    /// An agent's instructions, model, workspace or MCP servers changed (the new values).
     AgentUpdated {
         instructions: String,
         model: Option<String>,
         workspace: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mcp: Vec<String>,
     },
     /// A command the task started outlived the call that started it: it runs in the
     /// background, its output goes to `log` (relative to the workspace).
@@ -380,6 +447,32 @@ pub enum EventBody {
         due_at_ms: i64,
         missed: bool,
     },
+    /// The box changed state because of this task's call (or of a person's request while this
+    /// task held its lock).
+    BoxState {
+        state: BoxState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The box's screen and browser lock moved: this task (`agent`, `task`) acquired it,
+    /// queued for it, or released it (or left the queue). `person`: the person took it or
+    /// gave it back on this task's behalf. `holder`: who held it when this task queued.
+    BoxLock {
+        action: BoxLockAction,
+        agent: String,
+        task: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        person: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        holder: Option<BoxHolder>,
+    },
+    /// An image (a screenshot) that goes with call `call_id`'s result: a PNG file at `path`,
+    /// relative to the task's workspace. Recorded before the result.
+    ToolImage {
+        call_id: String,
+        path: String,
+        media_type: String,
+    },
     /// A slot went by without a task: it was missed and `skip_missed` (or the config's
     /// `[schedules] run_missed = false`) says so, or the task could not be queued (`reason`).
     /// The agent's tasks were pinned to a node (`None`: any node may run them).
@@ -418,6 +511,10 @@ pub enum Effect {
     Person,
     /// Changes the task itself (plan, messages, reports, memory, subagents).
     Control,
+    /// Drives the box's screen or browser (it takes the box's lock): what a person sees on
+    /// the shared desktop. Commands and files inside the box are `command`.
+    /// Acts in the agent's desktop box (a Docker container).
+    Box,
 }
 
 impl Effect {
@@ -429,6 +526,7 @@ impl Effect {
             Effect::Network => "network",
             Effect::Person => "person",
             Effect::Control => "control",
+            Effect::Box => "box",
         }
     }
 }
@@ -693,6 +791,95 @@ pub struct ScheduleList {
     pub schedules: Vec<Schedule>,
 }
 
+/// `GET /api/box`: the box (the shared Linux desktop in Docker) as the daemon sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BoxStatus {
+    pub state: BoxState,
+    /// Why it is `unavailable` or in `error` (what to do about it).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The image the daemon runs (`lazyboy/box:latest` unless configured).
+    #[serde(default)]
+    pub image: Option<String>,
+    /// The container's name, when it exists.
+    #[serde(default)]
+    pub container: Option<String>,
+    /// Who holds the screen and browser.
+    #[serde(default)]
+    pub holder: Option<BoxHolder>,
+    /// Who waits for them, first in line first.
+    #[serde(default)]
+    pub queue: Vec<BoxHolder>,
+    /// Where a person watches and takes over: the daemon's `/novnc/` page (a path on the
+    /// daemon's own origin), once the box runs.
+    #[serde(default)]
+    pub novnc: Option<String>,
+}
+
+/// Where the box is.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BoxState {
+    /// No Docker engine answers, or the image is missing (`reason` says which).
+    #[default]
+    Unavailable,
+    /// Docker and the image are there; the container is not created yet.
+    Absent,
+    Stopped,
+    /// The container runs; its browser does not answer yet.
+    Starting,
+    /// The container runs and its browser answers (CDP).
+    Running,
+    /// It failed to start or died (`reason`).
+    Error,
+}
+
+impl BoxState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoxState::Unavailable => "unavailable",
+            BoxState::Absent => "absent",
+            BoxState::Stopped => "stopped",
+            BoxState::Starting => "starting",
+            BoxState::Running => "running",
+            BoxState::Error => "error",
+        }
+    }
+}
+
+/// A holder of the box's lock, or one waiting for it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BoxHolder {
+    /// A person (taking over) rather than a task.
+    #[serde(default)]
+    pub person: bool,
+    /// The task (for a person: the task they took over for, if any).
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// When it took the lock (or joined the queue).
+    pub since_ms: i64,
+}
+
+/// What a [`EventBody::BoxLock`] records.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BoxLockAction {
+    Acquired,
+    Queued,
+    Released,
+}
+
+/// `POST /api/box/takeover`: a person takes the screen and browser (for `task`: the one
+/// that asked for help; default: the task holding the lock, if any) until they hand back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BoxTakeover {
+    #[serde(default)]
+    pub task: Option<String>,
+}
+
 impl EventBody {
     /// The `kind` string of this body.
     pub fn kind(&self) -> &'static str {
@@ -709,6 +896,7 @@ impl EventBody {
             EventBody::PlanUpdated { .. } => "plan_updated",
             EventBody::AgentMessage { .. } => "agent_message",
             EventBody::Question { .. } => "question",
+            EventBody::ApprovalDecided { .. } => "approval_decided",
             EventBody::RuntimeNote { .. } => "runtime_note",
             EventBody::Heartbeat { .. } => "heartbeat",
             EventBody::TaskFinished { .. } => "task_finished",
@@ -727,6 +915,9 @@ impl EventBody {
             EventBody::ScheduleFired { .. } => "schedule_fired",
             EventBody::ScheduleSkipped { .. } => "schedule_skipped",
             EventBody::AgentPinned { .. } => "agent_pinned",
+            EventBody::BoxState { .. } => "box_state",
+            EventBody::BoxLock { .. } => "box_lock",
+            EventBody::ToolImage { .. } => "tool_image",
         }
     }
 
@@ -834,6 +1025,27 @@ mod tests {
                 question: "which?".into(),
                 options: vec!["a".into()],
                 takeover: None,
+                approval: None,
+            },
+            EventBody::Question {
+                call_id: "c".into(),
+                question: "run `make`?".into(),
+                options: APPROVAL_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+                takeover: None,
+                approval: Some(Box::new(Approval {
+                    command: Some("make".into()),
+                    ..Approval::new(
+                        "exec_command",
+                        Effect::Command,
+                        "run `make`".into(),
+                        "{}".into(),
+                    )
+                })),
+            },
+            EventBody::ApprovalDecided {
+                call_id: "c".into(),
+                decision: Decision::Deny,
+                reason: Some("not now".into()),
             },
             EventBody::Heartbeat {
                 operation: "model".into(),
@@ -847,6 +1059,7 @@ mod tests {
                 instructions: "i".into(),
                 model: None,
                 workspace: Some("/w".into()),
+                mcp: vec!["time".into()],
             },
             EventBody::ModelUsage {
                 model: "m".into(),
@@ -908,6 +1121,27 @@ mod tests {
             },
             EventBody::AgentPinned {
                 node: Some("n1".into()),
+            },
+            EventBody::BoxState {
+                state: BoxState::Unavailable,
+                reason: Some("no engine".into()),
+            },
+            EventBody::BoxLock {
+                action: BoxLockAction::Queued,
+                agent: "a".into(),
+                task: "t-1".into(),
+                person: false,
+                holder: Some(BoxHolder {
+                    person: true,
+                    task: None,
+                    agent: None,
+                    since_ms: 1,
+                }),
+            },
+            EventBody::ToolImage {
+                call_id: "c".into(),
+                path: ".lazyboy-output/c.png".into(),
+                media_type: "image/png".into(),
             },
         ];
         for body in bodies {

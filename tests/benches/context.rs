@@ -15,7 +15,7 @@ use lazyboy_tests::mock_model::{CapturedRequest, MockModel, Reply};
 use lazyboy_tests::{TestDaemon, add_agent, create_task, model_config, wait_for};
 use lazyboyd::agent::history::History;
 use lazyboyd::context::tokens::Counter;
-use lazyboyd::context::{Parts, build};
+use lazyboyd::context::{Parts, build, stub_tokens};
 use serde_json::json;
 
 fn main() {
@@ -143,6 +143,13 @@ fn fit_10k() -> (Duration, Duration, usize) {
         .iter()
         .map(|m| counter.message(m))
         .collect();
+    let stubs: Vec<u64> = history
+        .messages
+        .iter()
+        .zip(&history.meta)
+        .zip(&tokens)
+        .map(|((m, meta), t)| stub_tokens(&counter, m, *meta, *t))
+        .collect();
     let fit = |tokens: &[u64]| {
         build(
             &counter,
@@ -151,6 +158,7 @@ fn fit_10k() -> (Duration, Duration, usize) {
                 messages: &history.messages,
                 meta: &history.meta,
                 tokens,
+                stub_tokens: &stubs,
                 summary: Some((5000, "Done: read the first half.")),
                 context: 128_000,
             },

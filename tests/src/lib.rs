@@ -11,9 +11,14 @@
 )]
 
 pub mod bench;
+pub mod boxes;
+pub mod browser;
 pub mod fleet;
+pub mod history;
+pub mod mcp_servers;
 pub mod mock_model;
 pub mod sse;
+pub mod tasks;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -68,6 +73,8 @@ pub struct TestDaemon {
     pub health: Health,
     pub http: reqwest::Client,
     extra_env: Vec<(String, String)>,
+    /// `--listen`: `127.0.0.1:0` unless [`TestDaemon::pin_port`] kept the port.
+    listen: String,
 }
 
 impl TestDaemon {
@@ -100,6 +107,11 @@ impl TestDaemon {
 
     /// Starts a daemon on `home` (which may hold an earlier daemon's state).
     pub async fn start_in(home: &Path, env: &[(&str, &str)]) -> TestDaemon {
+        TestDaemon::start_listening(home, "127.0.0.1:0", env).await
+    }
+
+    /// Starts a daemon on `home` whose TCP listener is `--listen <listen>`.
+    pub async fn start_listening(home: &Path, listen: &str, env: &[(&str, &str)]) -> TestDaemon {
         let mut daemon = TestDaemon {
             home: home.to_owned(),
             _owned_home: None,
@@ -110,6 +122,7 @@ impl TestDaemon {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            listen: listen.into(),
         };
         daemon.launch().await;
         daemon
@@ -147,7 +160,8 @@ impl TestDaemon {
             .unwrap();
         let mut command = TestDaemon::command(&self.home);
         command
-            .args(["--listen", "127.0.0.1:0"])
+            .arg("--listen")
+            .arg(&self.listen)
             .stdout(stderr.try_clone().unwrap())
             .stderr(stderr);
         for (key, value) in &self.extra_env {
@@ -173,6 +187,13 @@ impl TestDaemon {
             },
         )
         .await;
+    }
+
+    /// Makes a later [`TestDaemon::restart`] listen on the port this daemon has, so a page
+    /// open on it can reconnect.
+    pub fn pin_port(&mut self) {
+        let url = self.health.url.trim_end_matches('/');
+        self.listen = url.trim_start_matches("http://").to_owned();
     }
 
     /// The home directory.
@@ -341,6 +362,8 @@ fn empty_health() -> Health {
         home: String::new(),
         url: String::new(),
         node: String::new(),
+        lan_urls: Vec::new(),
+        sandbox: String::new(),
     }
 }
 

@@ -304,6 +304,18 @@ pub struct CapturedRequest {
     pub tools: Vec<String>,
     /// When the request was read, just before the reply (and its first delta) is sent.
     pub received_at: std::time::Instant,
+    /// The images it carried, in order.
+    pub images: Vec<SeenImage>,
+}
+
+/// An image in a request: in an Anthropic tool result (`call_id` names it), or an OpenAI
+/// user message's `image_url` part (the text part before it names the call).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeenImage {
+    pub call_id: Option<String>,
+    pub media_type: String,
+    /// The decoded length would need a decoder; the base64 text is kept as sent.
+    pub base64: String,
 }
 
 impl CapturedRequest {
@@ -558,6 +570,7 @@ async fn handle(
         system: String::new(),
         messages: Vec::new(),
         tools: Vec::new(),
+        images: Vec::new(),
     };
     let mut found = match wire {
         Wire::OpenAi => normalize_openai(&mut captured),

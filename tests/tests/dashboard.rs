@@ -1,36 +1,126 @@
-//! The dashboard (`web/index.html`) in a real headless Chromium, driven through WebDriver
-//! (chromedriver): the phone path. A person sees an agent's question on the page, answers it
-//! with a button, and the same task resumes; then they message the idle agent from the page
-//! and it starts a new task.
+//! The dashboard in a real headless Chromium (WebDriver), at a phone's 390x844 and a laptop's
+//! 1280x800: what a person does from the page. They add an agent, message it, see its tool
+//! work folded, its `send_message` as a bubble and its plan as a checklist, answer its
+//! question with a button (the same task finishes), and Stop a running task (`cancelled`).
+//! Model text carrying HTML and a `javascript:` link renders inert. The app installs: a valid
+//! manifest, a service worker on localhost, Chromium's installability checks, and offline it
+//! opens from the worker's cache saying the daemon is unreachable, then reconnects. While
+//! the page is hidden it renders nothing, counts what needs the person in the title and shows
+//! a notification (through the service worker); shown again, it catches up.
 //!
-//! Chromium and chromedriver are the Debian packages (`scripts/test` installs them). Without
-//! them this test fails, naming the packages: it never skips. Every wait polls the DOM or the
-//! API up to a deadline; a timeout prints what the page showed.
+//! Screenshots of both sizes go to `docs/screenshots/` (the README shows them).
 
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use fantoccini::{Client, ClientBuilder, Locator};
-use lazyboy_protocol::{Task, TaskList, TaskState, Verdict};
-use lazyboy_tests::mock_model::{MockModel, Reply};
-use lazyboy_tests::{TestDaemon, add_agent, create_task, wait_for, wait_task_finished};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use lazyboy_protocol::{TaskList, TaskState, Verdict};
+use lazyboy_tests::browser::{Browser, SIZES, Viewport, screenshot_dir};
+use lazyboy_tests::mock_model::{MockCall, MockModel, Reply};
+use lazyboy_tests::{TestDaemon, wait_for, wait_task_finished};
 use serde::Deserialize;
 use serde_json::json;
-use tempfile::TempDir;
 
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-/// How long anything gets to show; generous for 2 busy cores (the whole test takes ~3 s).
-const DEADLINE: Duration = Duration::from_secs(20);
+/// What the selected agent's view shows, read in one script so a poll sees one state.
+#[derive(Debug, Deserialize)]
+struct View {
+    view: String,
+    status: String,
+    agent_bubbles: Vec<String>,
+    person_bubbles: Vec<String>,
+    work: Vec<String>,
+    /// `[status, step]` of the visible plan.
+    plan: Vec<(String, String)>,
+    questions: Vec<QuestionCard>,
+    verdicts: Vec<String>,
+    said: String,
+    width: u32,
+}
+
+#[derive(Debug, Deserialize)]
+struct QuestionCard {
+    /// The text of the element that labels the group.
+    label: String,
+    buttons: Vec<String>,
+    answered: Option<String>,
+}
+
+const READ_VIEW: &str = r#"
+const log = document.querySelector('[role=log][aria-label=Conversation]');
+const all = (sel) => log ? [...log.querySelectorAll(sel)] : [];
+return {
+  view: document.body.dataset.view,
+  status: document.querySelector('lb-connection').dataset.status,
+  agent_bubbles: all('lb-message.agent .bubble').map((b) => b.textContent),
+  person_bubbles: all('lb-message.person .bubble').map((b) => b.textContent),
+  work: all('lb-work summary').map((s) => s.textContent),
+  plan: all('lb-plan:not([hidden]) li').map((li) => [li.dataset.status, li.lastChild.textContent]),
+  questions: all('lb-question').map((q) => {
+    const group = q.querySelector('[role=group]');
+    return {
+      label: document.getElementById(group.getAttribute('aria-labelledby')).textContent,
+      buttons: [...group.querySelectorAll('button')].map((b) => b.textContent),
+      answered: q.querySelector('.answered')?.textContent ?? null,
+    };
+  }),
+  verdicts: all('lb-verdict').map((v) => v.textContent),
+  said: document.querySelector('lb-composer .said')?.textContent ?? '',
+  width: innerWidth,
+};
+"#;
+
+async fn view(browser: &Browser) -> View {
+    serde_json::from_value(browser.eval(READ_VIEW, vec![]).await).unwrap()
+}
+
+/// Polls the view until `check` holds; panics at the deadline showing it.
+async fn wait_view<T>(browser: &Browser, what: &str, check: impl Fn(&View) -> Option<T>) -> T {
+    let give_up = std::time::Instant::now() + lazyboy_tests::browser::DEADLINE;
+    loop {
+        let view = view(browser).await;
+        if let Some(value) = check(&view) {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "timed out waiting for {what}; the view shows {view:#?}\nconsole:\n{}",
+            browser.console().await
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn button(text: &str) -> String {
+    format!("//button[normalize-space()='{text}']")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_answers_a_question_and_messages_an_agent_from_the_page() {
+async fn a_person_adds_an_agent_messages_it_answers_and_stops_it() {
+    let browser = Browser::start().await;
+    for size in SIZES {
+        person_flow(&browser, size).await;
+    }
+    browser.close().await;
+}
+
+async fn person_flow(browser: &Browser, size: Viewport) {
     let mock = MockModel::start().await;
-    // Task 1 asks; the answer comes back as that call's result and is echoed to the person.
+    mock.push(Reply::tool_call(
+        "c1",
+        "exec_command",
+        json!({"cmd": "echo fetching prices"}),
+    ));
+    mock.push(Reply::tool_calls([
+        MockCall::new(
+            "p1",
+            "update_plan",
+            json!({"plan": [{"step": "Pick a shop", "status": "in_progress"},
+                            {"step": "Buy apples", "status": "pending"}]}),
+        ),
+        MockCall::new(
+            "m1",
+            "send_message",
+            json!({"text": "On it: **apples** first"}),
+        ),
+    ]));
     mock.push(Reply::tool_call(
         "q1",
         "request_user_input",
@@ -39,350 +129,531 @@ async fn a_person_answers_a_question_and_messages_an_agent_from_the_page() {
     mock.push_fn(|request| {
         let answer = request.tool_result_for("q1").unwrap_or("(no result)");
         Reply::tool_call(
-            "m1",
+            "m2",
             "send_message",
             json!({"text": format!("going to: {answer}")}),
         )
     });
-    mock.push(Reply::text("done"));
-    // Task 2 is the message typed on the page; it echoes its objective.
-    mock.push_fn(|request| {
-        let objective = request.last_user_text().unwrap_or("(no user text)");
-        Reply::tool_call(
-            "m2",
-            "send_message",
-            json!({"text": format!("noted: {objective}")}),
+    mock.push(Reply::tool_call(
+        "k1",
+        "request_takeover",
+        json!({"reason": "login", "instructions": "Log in to the shop"}),
+    ));
+    mock.push(Reply::tool_calls([
+        MockCall::new(
+            "p2",
+            "update_plan",
+            json!({"plan": [{"step": "Pick a shop", "status": "completed"},
+                            {"step": "Buy apples", "status": "completed"}]}),
+        ),
+        MockCall::new(
+            "w1",
+            "write_file",
+            json!({"path": "receipt.txt", "content": "apples x6"}),
+        ),
+    ]));
+    mock.push(Reply::tool_call(
+        "d1",
+        "report_done",
+        json!({"summary": "Bought **apples**", "evidence": "receipt.txt written",
+               "files": ["receipt.txt"]}),
+    ));
+    // The second task's model call hangs until the person stops it.
+    mock.push(Reply::text("never seen").delay(Duration::from_secs(120)));
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    browser.set_viewport(size).await;
+    browser.goto(&daemon.url("/")).await;
+    browser
+        .wait_js(
+            "the board",
+            "return document.querySelector('nav[aria-label=Agents] button.agent') !== null",
         )
-    });
-    mock.push(Reply::text("done"));
+        .await;
 
-    // The browser starts while the daemon does (each takes most of a second).
-    let started = Instant::now();
-    let (browser, daemon) = tokio::join!(
-        Browser::start(),
-        TestDaemon::start_with_model(&mock, "openai", &[])
-    );
-    add_agent(&daemon, "shopper").await;
-    let first = create_task(&daemon, "shopper", "buy apples", None).await;
-    let path = format!("/api/tasks/{first}");
-    wait_for(DEADLINE, "the task to wait for the person", || {
-        let client = daemon.client();
-        let path = path.clone();
-        async move {
-            let task: Task = client.get(&path).await.ok()?;
-            (task.state == TaskState::WaitingForHuman).then_some(())
-        }
+    // Add an agent from the page.
+    let name = format!("shopper-{}", size.width);
+    browser.click("//button[@id='add-agent']").await;
+    browser
+        .type_into("//dialog[@id='agent-dialog']//input[@name='name']", &name)
+        .await;
+    browser
+        .type_into(
+            "//dialog[@id='agent-dialog']//textarea[@name='instructions']",
+            "Buy groceries.",
+        )
+        .await;
+    browser
+        .click("//dialog[@id='agent-dialog']//button[normalize-space()='Add agent']")
+        .await;
+    let created: lazyboy_protocol::Agent = wait_for(
+        lazyboy_tests::browser::DEADLINE,
+        "the agent to exist",
+        || {
+            let client = daemon.client();
+            let path = format!("/api/agents/{name}");
+            async move { client.get(&path).await.ok() }
+        },
+    )
+    .await;
+    assert_eq!(created.instructions, "Buy groceries.");
+    wait_view(browser, "the new agent's view", |v| {
+        (v.view == "agent" && v.status == "live").then_some(())
     })
     .await;
 
-    // The page shows the question with its options, and the agent waiting for the person.
-    let ready = started.elapsed();
-    browser.client.goto(&daemon.url("/")).await.unwrap();
-    let width = browser
-        .wait_page("the question card and shopper's red dot", |page| {
-            let card = page
-                .questions
-                .iter()
-                .find(|c| c.text.contains("Which shop?"))?;
-            let shopper = page.agent("shopper")?;
-            (page.status == "live"
-                && card.text.starts_with("shopper asks")
-                && card.options == ["Corner shop", "Big market"]
-                && shopper.dot.as_deref() == Some("dot waiting_for_human"))
-            .then_some(page.width)
-        })
+    // Message it: a task starts; its work folds into a line, its message is a bubble, its
+    // plan a checklist, its question a group with a button per option.
+    browser
+        .type_into("//textarea[@aria-label='Message']", "buy apples")
         .await;
-    assert!(
-        width <= 600,
-        "a phone-sized viewport (the narrow layout), not {width}px"
-    );
-    let shown = started.elapsed();
+    browser.click(&button("Send")).await;
+    let shown = wait_view(browser, "the bubble, plan, work line and question", |v| {
+        let question = v.questions.iter().find(|q| q.label == "Which shop?")?;
+        (v.person_bubbles.contains(&"buy apples".to_owned())
+            && v.agent_bubbles.contains(&"On it: apples first".to_owned())
+            && v.work.iter().any(|w| w.starts_with("ran 1 command"))
+            && v.plan
+                == [
+                    ("in_progress".to_owned(), "Pick a shop".to_owned()),
+                    ("pending".to_owned(), "Buy apples".to_owned()),
+                ]
+            && question.buttons.contains(&"Big market".to_owned()))
+        .then_some(v.width)
+    })
+    .await;
+    assert_eq!(shown, size.width);
+    assert_eq!(view(browser).await.said, "Started a new task.");
+    let strong = browser
+        .eval(
+            "return document.querySelector('[role=log] lb-message.agent .bubble strong')?.textContent",
+            vec![],
+        )
+        .await;
+    assert_eq!(strong, "apples", "Markdown renders");
+    browser
+        .screenshot(&screenshot_dir().join(format!("dashboard-{}.png", size.name())))
+        .await;
+    if size.mobile {
+        // The phone's home: the board with the badge, and the question waiting below it.
+        browser.click(&button("Agents")).await;
+        browser
+            .wait_js(
+                "the list with the waiting question",
+                &format!(
+                    "return document.body.dataset.view === 'list'
+                       && !document.querySelector(\"nav button.agent[data-name='{name}'] .badge\").hidden
+                       && document.querySelector('#questions lb-question') !== null"
+                ),
+            )
+            .await;
+        browser
+            .screenshot(&screenshot_dir().join(format!("dashboard-{}-agents.png", size.name())))
+            .await;
+        browser
+            .click(&format!(
+                "//nav[@aria-label='Agents']//button[@data-name='{name}']"
+            ))
+            .await;
+    }
+    let tasks: TaskList = daemon
+        .client()
+        .get(&format!("/api/tasks?agent={name}"))
+        .await
+        .unwrap();
+    let first = tasks.tasks[0].id.clone();
+    assert_eq!(tasks.tasks[0].state, TaskState::WaitingForHuman);
 
-    // One tap on "Big market" resumes the same task with that answer.
+    // One click on "Big market" answers, and the same task finishes.
     browser
         .click(
-            "//div[@id='questions']/div[@class='question'][contains(p, 'Which shop?')]\
-             /button[normalize-space()='Big market']",
+            "//*[@role='log']//*[@role='group'][.//p[normalize-space()='Which shop?']]\
+             //button[normalize-space()='Big market']",
+        )
+        .await;
+    wait_view(
+        browser,
+        "the answer, the reply and the takeover card",
+        |v| {
+            (v.agent_bubbles
+                .contains(&"going to: The person answered: Big market".to_owned())
+                && v.questions
+                    .iter()
+                    .any(|q| q.answered.as_deref() == Some("Answered: Big market"))
+                && v.questions.iter().any(|q| {
+                    q.label == "Log in to the shop"
+                        && q.buttons
+                            .starts_with(&["Open the computer".into(), "Done".into()])
+                }))
+            .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        mock.requests()[3].tool_result_for("q1"),
+        Some("The person answered: Big market")
+    );
+    // The takeover card opens the computer panel (no box here: it says so), and "Done"
+    // hands the task back.
+    browser
+        .click("//*[@role='log']//button[normalize-space()='Open the computer']")
+        .await;
+    browser
+        .wait_js(
+            "the computer panel",
+            "const d = document.querySelector('dialog.computer');
+             return d.open && d.textContent.includes('No computer')",
+        )
+        .await;
+    browser
+        .click("//dialog[contains(@class,'computer')]//button[normalize-space()='Close']")
+        .await;
+    browser
+        .click(
+            "//*[@role='log']//*[@role='group'][.//p[normalize-space()='Log in to the shop']]\
+             //button[normalize-space()='Done']",
         )
         .await;
     let done = wait_task_finished(&daemon, &first).await;
-    assert_eq!(done.verdict, Some(Verdict::Answer));
+    assert_eq!(done.verdict, Some(Verdict::Done), "{done:?}");
     assert_eq!(
-        done.final_message.as_deref(),
-        Some("going to: The person answered: Big market")
+        mock.requests()[5].tool_result_for("k1"),
+        Some("The person answered: Done")
     );
-    let requests = mock.requests();
-    assert_eq!(
-        requests[1].tool_result_for("q1"),
-        Some("The person answered: Big market"),
-        "the answer is the asking call's result, in the same task"
-    );
+    // The verdict carries the report and a download link for its file.
+    let href = format!("/api/tasks/{first}/files/receipt.txt");
+    let report = browser
+        .wait_js(
+            "the completion report",
+            &format!(
+                "const v = [...document.querySelectorAll('[role=log] lb-verdict.done')].pop();
+                 const a = v && v.querySelector('a[download]');
+                 return a && a.getAttribute('href') === {href:?}
+                   ? v.querySelector('.markdown strong')?.textContent : null"
+            ),
+        )
+        .await;
+    assert_eq!(report, "apples");
+    // A second message starts a task whose model call hangs; Stop ends it cancelled.
     browser
-        .wait_page("the card to go and the message to show", |page| {
-            (page.questions.is_empty()
-                && page.agent("shopper")?.dot.as_deref() != Some("dot waiting_for_human")
-                && page
-                    .log
-                    .iter()
-                    .any(|row| row.contains("going to: The person answered: Big market")))
+        .type_into("//textarea[@aria-label='Message']", "wait here")
+        .await;
+    browser.click(&button("Send")).await;
+    let second = wait_for(
+        lazyboy_tests::browser::DEADLINE,
+        "the second task to run",
+        || {
+            let client = daemon.client();
+            let path = format!("/api/tasks?agent={name}");
+            async move {
+                let list: TaskList = client.get(&path).await.ok()?;
+                let task = list
+                    .tasks
+                    .into_iter()
+                    .find(|t| t.objective == "wait here")?;
+                (task.state == TaskState::Running).then_some(task)
+            }
+        },
+    )
+    .await;
+    mock.wait_for_requests(8).await;
+    browser
+        .click("//lb-agent-view//button[normalize-space()='Stop']")
+        .await;
+    let stopped = wait_task_finished(&daemon, &second.id).await;
+    assert_eq!(stopped.verdict, Some(Verdict::Cancelled));
+    wait_view(browser, "the stopped verdict", |v| {
+        v.verdicts
+            .iter()
+            .any(|t| t.starts_with("Stopped"))
             .then_some(())
-        })
-        .await;
-
-    // Now the agent is idle: pick it, type a message, send. It starts a new task.
-    browser
-        .click("//nav[@id='agents']/button[contains(., 'shopper')]")
-        .await;
-    browser
-        .wait_page("shopper to be selected", |page| {
-            page.agent("shopper")?.active.then_some(())
-        })
-        .await;
-    let text = browser.client.find(Locator::Id("text")).await.unwrap();
-    text.send_keys("also get bread").await.unwrap();
-    browser.click("//form[@id='send']/button").await;
-    let second = wait_for(DEADLINE, "a task from the typed message", || {
-        let client = daemon.client();
-        async move {
-            let list: TaskList = client.get("/api/tasks?agent=shopper").await.ok()?;
-            list.tasks
-                .into_iter()
-                .find(|task| task.objective == "also get bread")
-        }
     })
     .await;
-    assert_ne!(second.id, first, "a new task, not the finished one");
-    let done = wait_task_finished(&daemon, &second.id).await;
-    assert_eq!(done.final_message.as_deref(), Some("noted: also get bread"));
+    // The agent's task list shows both, with their states.
     browser
-        .wait_page("the input to clear and the reply to show", |page| {
-            (page.text.is_empty()
-                && page
-                    .log
-                    .iter()
-                    .any(|row| row.contains("noted: also get bread")))
-            .then_some(())
-        })
+        .click("//lb-agent-view//button[normalize-space()='Tasks']")
         .await;
-    assert_eq!(mock.request_count(), 5);
-    println!(
-        "browser and daemon up, task waiting: {ready:?}; question on the page: {shown:?}; \
-         all done: {:?}",
-        started.elapsed()
-    );
+    browser
+        .wait_js(
+            "the task list",
+            "const states = [...document.querySelectorAll('lb-task-list li')].map((li) => li.dataset.state);
+             return states.join(',') === 'cancelled,done'",
+        )
+        .await;
+    assert_eq!(mock.request_count(), 8);
+    mock.assert_clean();
+    daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_text_with_html_and_script_links_renders_inert() {
+    let hostile = "<script>window.__pwned = 1</script> and <img src=x onerror=\"window.__pwned = 2\"> \
+                   then [click me](javascript:window.__pwned=3) or [docs](https://example.com/docs) \
+                   and <b>bold?</b>";
+    let browser = Browser::start().await;
+    for size in SIZES {
+        let mock = MockModel::start().await;
+        mock.push(Reply::tool_call(
+            "m1",
+            "send_message",
+            json!({ "text": hostile }),
+        ));
+        mock.push(Reply::text(hostile));
+        let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+        lazyboy_tests::add_agent(&daemon, "writer").await;
+        let task = lazyboy_tests::create_task(&daemon, "writer", "say it", None).await;
+        wait_task_finished(&daemon, &task).await;
+        browser.set_viewport(size).await;
+        browser.goto(&daemon.url("/")).await;
+        browser
+            .click("//nav[@aria-label='Agents']//button[@data-name='writer']")
+            .await;
+        let report = browser
+            .wait_js(
+                "the hostile bubble and verdict",
+                r#"const log = document.querySelector('[role=log]');
+                   const bubble = log.querySelector('lb-message.agent .bubble');
+                   const verdict = log.querySelector('lb-verdict');
+                   if (!bubble || !verdict) return null;
+                   return {
+                     text: bubble.textContent,
+                     elements: [...log.querySelectorAll('script, img, b, iframe, [onerror]')].length,
+                     links: [...log.querySelectorAll('a')].map((a) => a.href),
+                     pwned: window.__pwned ?? null,
+                   };"#,
+            )
+            .await;
+        assert_eq!(report["elements"], 0, "{report}");
+        assert_eq!(
+            report["links"],
+            json!(["https://example.com/docs", "https://example.com/docs"]),
+            "only the https link is a link (in the bubble and the verdict)"
+        );
+        let text = report["text"].as_str().unwrap();
+        assert!(
+            text.contains("<script>window.__pwned = 1</script>")
+                && text.contains("<img src=x onerror=")
+                && text.contains("[click me](javascript:window.__pwned=3)"),
+            "the markup shows as text: {text}"
+        );
+        // Clicking where the javascript: link would be runs nothing either.
+        browser
+            .click("//*[@role='log']//lb-message[contains(@class,'agent')]//div[contains(@class,'bubble')]")
+            .await;
+        let pwned = browser.eval("return window.__pwned ?? null", vec![]).await;
+        assert_eq!(pwned, serde_json::Value::Null, "at {}", size.name());
+        daemon.stop();
+    }
     browser.close().await;
 }
 
-/// What the page shows, read in one script so a poll sees one consistent state.
-#[derive(Debug, Deserialize)]
-struct Page {
-    status: String,
-    questions: Vec<Card>,
-    agents: Vec<AgentButton>,
-    /// Each event row's text.
-    log: Vec<String>,
-    /// The message box's value.
-    text: String,
-    /// The viewport's width in CSS pixels.
-    width: u32,
-}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_installs_and_opens_offline() {
+    let browser = Browser::start().await;
+    for size in SIZES {
+        let mut daemon = TestDaemon::start().await;
+        daemon.pin_port();
+        browser.set_viewport(size).await;
+        // localhost (not 127.0.0.1): the name a person types, and a secure context too.
+        let url = daemon.url("/").replace("127.0.0.1", "localhost");
+        browser.goto(&url).await;
+        let worker = browser
+            .wait_js(
+                "the service worker to be active",
+                "return navigator.serviceWorker.controller?.scriptURL ?? null",
+            )
+            .await;
+        assert!(worker.as_str().unwrap().ends_with("/sw.js"), "{worker}");
 
-#[derive(Debug, Deserialize)]
-struct Card {
-    text: String,
-    options: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct AgentButton {
-    name: String,
-    /// The dot's class list (`dot waiting_for_human`); none for "All agents".
-    dot: Option<String>,
-    active: bool,
-}
-
-impl Page {
-    fn agent(&self, name: &str) -> Option<&AgentButton> {
-        self.agents.iter().find(|agent| agent.name == name)
-    }
-}
-
-const READ_PAGE: &str = r#"
-const text = (node) => [...node.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE)
-  .map((n) => n.textContent).join('');
-return {
-  status: document.getElementById('status').textContent,
-  questions: [...document.querySelectorAll('#questions .question')].map((card) => ({
-    text: card.querySelector('p').textContent,
-    options: [...card.querySelectorAll(':scope > button')].map((b) => b.textContent),
-  })),
-  agents: [...document.querySelectorAll('#agents button')].map((button) => ({
-    name: text(button),
-    dot: button.querySelector('.dot')?.className ?? null,
-    active: button.classList.contains('active'),
-  })),
-  log: [...document.querySelectorAll('#log .event')].map((row) => row.textContent),
-  text: document.getElementById('text').value,
-  width: window.innerWidth,
-};
-"#;
-
-/// A headless Chromium under its own chromedriver, on a fresh profile. Dropping it kills
-/// chromedriver's whole process group (Chromium with it), so a failing test leaks nothing.
-struct Browser {
-    client: Client,
-    driver: DriverProcess,
-    _profile: TempDir,
-}
-
-impl Browser {
-    async fn start() -> Browser {
-        for (binary, package) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")] {
+        // The manifest as Chromium parsed it: no errors, the icons an install needs.
+        let manifest = browser.cdp("Page.getAppManifest", json!({})).await;
+        assert_eq!(manifest["errors"], json!([]), "{manifest}");
+        let parsed: serde_json::Value =
+            serde_json::from_str(manifest["data"].as_str().unwrap()).unwrap();
+        assert_eq!(parsed["display"], "standalone");
+        assert_eq!(parsed["start_url"], "/");
+        let icons: Vec<(String, String)> = parsed["icons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["sizes"].as_str().unwrap().into(),
+                    i["purpose"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        for want in [
+            ("192x192", "any"),
+            ("512x512", "any"),
+            ("512x512", "maskable"),
+        ] {
             assert!(
-                Path::new(binary).is_file(),
-                "{binary} is missing: this test needs a real browser. Install it with \
-                 `apt-get install -y chromium chromium-driver` (scripts/test does; package \
-                 `{package}`)"
+                icons.contains(&(want.0.into(), want.1.into())),
+                "{icons:?} lacks {want:?}"
             );
         }
-        let profile = tempfile::Builder::new()
-            .prefix("lbchrome")
-            .tempdir_in("/tmp")
+        for icon in parsed["icons"].as_array().unwrap() {
+            let src = icon["src"].as_str().unwrap();
+            let png = daemon.http.get(daemon.url(src)).send().await.unwrap();
+            assert_eq!(png.headers()["content-type"], "image/png");
+            let bytes = png.bytes().await.unwrap();
+            let size: u32 = icon["sizes"]
+                .as_str()
+                .unwrap()
+                .split('x')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+            let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+            assert_eq!(width, size, "{src} is {size} px wide");
+        }
+        // Chromium's own installability criteria hold.
+        let installable = browser.cdp("Page.getInstallabilityErrors", json!({})).await;
+        assert_eq!(
+            installable["installabilityErrors"],
+            json!([]),
+            "{installable}"
+        );
+        for tag in [
+            "meta[name=apple-mobile-web-app-capable]",
+            "link[rel=apple-touch-icon]",
+            "meta[name=theme-color]",
+        ] {
+            let found = browser
+                .eval(&format!("return !!document.querySelector('{tag}')"), vec![])
+                .await;
+            assert_eq!(found, true, "iOS home-screen tag {tag}");
+        }
+
+        // Offline: the shell opens from the worker's cache and says so; when the daemon is
+        // back, it reconnects by itself.
+        daemon.terminate();
+        browser.client.refresh().await.unwrap();
+        browser
+            .wait_js(
+                "the offline shell",
+                "return document.querySelector('lb-connection')?.dataset.status === 'unreachable'
+                   && document.querySelector('lb-connection').textContent.includes('daemon unreachable')",
+            )
+            .await;
+        daemon.restart().await;
+        browser
+            .wait_js(
+                "the page to reconnect",
+                "return document.querySelector('lb-connection').dataset.status === 'live'
+                  && document.querySelector('nav button.agent[data-name=default]') !== null",
+            )
+            .await;
+        daemon.stop();
+    }
+    browser.close().await;
+}
+
+/// Makes the page believe it is hidden (`hidden` true) or shown, as switching away from the
+/// tab does; headless Chromium's one tab is always visible otherwise.
+async fn set_hidden(browser: &Browser, hidden: bool) {
+    browser
+        .eval(
+            "const hidden = arguments[0];
+             for (const [key, value] of [['hidden', hidden], ['visibilityState', hidden ? 'hidden' : 'visible']]) {
+               Object.defineProperty(document, key, { configurable: true, get: () => value });
+             }
+             document.dispatchEvent(new Event('visibilitychange'));",
+            vec![json!(hidden)],
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_hidden_it_notifies_and_catches_up_when_shown() {
+    let browser = Browser::start().await;
+    for size in SIZES {
+        let mock = MockModel::start().await;
+        mock.push(Reply::tool_call(
+            "m1",
+            "send_message",
+            json!({"text": "working on it"}),
+        ));
+        mock.push(Reply::tool_call(
+            "q1",
+            "request_user_input",
+            json!({"question": "Ready to pay?", "options": ["Yes"]}),
+        ));
+        mock.push(Reply::text("paid"));
+        let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+        lazyboy_tests::add_agent(&daemon, "payer").await;
+        let url = daemon.url("/").replace("127.0.0.1", "localhost");
+        let origin = url.trim_end_matches('/').to_owned();
+        browser
+            .cdp(
+                "Browser.grantPermissions",
+                json!({"permissions": ["notifications"], "origin": origin}),
+            )
+            .await;
+        browser.set_viewport(size).await;
+        browser.goto(&url).await;
+        browser
+            .click("//nav[@aria-label='Agents']//button[@data-name='payer']")
+            .await;
+        browser
+            .wait_js(
+                "the worker and the stream",
+                "return navigator.serviceWorker.controller !== null
+                   && document.querySelector('lb-connection').dataset.status === 'live'",
+            )
+            .await;
+        set_hidden(&browser, true).await;
+        let task = lazyboy_tests::create_task(&daemon, "payer", "pay the bill", None).await;
+        // Hidden: the title counts what needs the person, a notification says it, and
+        // nothing is rendered yet.
+        browser
+            .wait_js("the title count", "return document.title === '(1) LazyBoy'")
+            .await;
+        let shown = browser
+            .client
+            .execute_async(
+                "const done = arguments[0];
+                 navigator.serviceWorker.ready.then((r) => r.getNotifications())
+                   .then((list) => done(list.map((n) => [n.title, n.body])));",
+                vec![],
+            )
+            .await
             .unwrap();
-        let port = free_port();
-        let log = profile.path().join("chromedriver.log");
-        let child = Command::new(CHROMEDRIVER)
-            .arg(format!("--port={port}"))
-            .arg(format!("--log-path={}", log.display()))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            // Its own group: Chromium and its helpers are killed with it.
-            .process_group(0)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {CHROMEDRIVER}: {e}"));
-        let mut driver = DriverProcess(child);
-        let webdriver = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        wait_for(DEADLINE, "chromedriver to be ready", || {
-            if let Some(status) = driver.0.try_wait().unwrap() {
-                panic!(
-                    "chromedriver exited with {status}:\n{}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
-                );
-            }
-            let status = http.get(format!("{webdriver}/status")).send();
-            async move {
-                let body: serde_json::Value = status.await.ok()?.json().await.ok()?;
-                (body["value"]["ready"] == true).then_some(())
-            }
+        assert_eq!(
+            shown,
+            json!([["payer asks", "Ready to pay?"]]),
+            "at {}",
+            size.name()
+        );
+        let rendered = browser
+            .eval(
+                "return document.querySelector('[role=log]').textContent.includes('working on it')",
+                vec![],
+            )
+            .await;
+        assert_eq!(rendered, false, "nothing is rendered while hidden");
+        // Shown again: the title resets and the page catches up.
+        set_hidden(&browser, false).await;
+        wait_view(&browser, "the catch-up", |v| {
+            (v.agent_bubbles.contains(&"working on it".to_owned())
+                && v.questions.iter().any(|q| q.label == "Ready to pay?"))
+            .then_some(())
         })
         .await;
-
-        let mut args = vec![
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            // A phone-sized viewport: the page's narrow layout is the one under test.
-            "--window-size=412,915",
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .collect::<Vec<_>>();
-        args.push(format!(
-            "--user-data-dir={}",
-            profile.path().join("profile").display()
-        ));
-        let capabilities = json!({
-            "browserName": "chrome",
-            "goog:chromeOptions": { "binary": CHROMIUM, "args": args },
-        });
-        let serde_json::Value::Object(capabilities) = capabilities else {
-            unreachable!()
-        };
-        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-            .capabilities(capabilities)
-            .connect(&webdriver)
-            .await
-            .unwrap_or_else(|e| {
-                panic!(
-                    "chromedriver could not start {CHROMIUM}: {e}\n{}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
-                )
-            });
-        Browser {
-            client,
-            driver,
-            _profile: profile,
-        }
+        assert_eq!(
+            browser.eval("return document.title", vec![]).await,
+            "LazyBoy"
+        );
+        browser
+            .click("//*[@role='log']//button[normalize-space()='Yes']")
+            .await;
+        assert_eq!(
+            wait_task_finished(&daemon, &task).await.verdict,
+            Some(Verdict::Answer)
+        );
+        daemon.stop();
     }
-
-    /// Polls the page until `check` yields `Some`; at the deadline, panics showing the page.
-    async fn wait_page<T>(&self, what: &str, mut check: impl FnMut(&Page) -> Option<T>) -> T {
-        let give_up = Instant::now() + DEADLINE;
-        loop {
-            let page = self.page().await;
-            if let Some(value) = check(&page) {
-                return value;
-            }
-            assert!(
-                Instant::now() < give_up,
-                "timed out after {DEADLINE:?} waiting for {what}; the page shows {page:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn page(&self) -> Page {
-        let value = self.client.execute(READ_PAGE, Vec::new()).await.unwrap();
-        serde_json::from_value(value).unwrap()
-    }
-
-    /// Clicks the element at `xpath` as a pointer does. The page re-renders its agent list as
-    /// events arrive, so an element found a moment ago can be replaced before the click lands:
-    /// that (and only that) is retried.
-    async fn click(&self, xpath: &str) {
-        let give_up = Instant::now() + DEADLINE;
-        loop {
-            let element = match self.client.find(Locator::XPath(xpath)).await {
-                Ok(element) => element,
-                Err(e) => panic!(
-                    "finding {xpath}: {e}; the page shows {:#?}",
-                    self.page().await
-                ),
-            };
-            match element.click().await {
-                Ok(()) => return,
-                Err(e) if e.is_stale_element_reference() && Instant::now() < give_up => {}
-                Err(e) => panic!("clicking {xpath}: {e}"),
-            }
-        }
-    }
-
-    /// Ends the session (Chromium quits), then stops chromedriver.
-    async fn close(self) {
-        self.client.close().await.unwrap();
-        drop(self.driver);
-    }
-}
-
-/// chromedriver, leader of its own process group; the whole group is killed on drop.
-struct DriverProcess(Child);
-
-impl Drop for DriverProcess {
-    fn drop(&mut self) {
-        let _ = killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
-
-/// A port nothing listens on right now (the kernel's pick, released for chromedriver).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    browser.close().await;
 }

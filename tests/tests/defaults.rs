@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use lazyboy_protocol::{EventBody, TaskState, Verdict};
 use lazyboy_tests::mock_model::{CapturedRequest, MockModel, Reply, SeenMessage};
+use lazyboy_tests::tasks::objective;
 use lazyboy_tests::{
     TestDaemon, add_agent, create_task, task_events, wait_for, wait_task_finished,
 };
@@ -33,18 +34,6 @@ fn route(
         let route = route.clone();
         mock.push_fn(move |request| route(request));
     }
-}
-
-/// The task's objective: the first user message of a request.
-fn objective(request: &CapturedRequest) -> String {
-    request
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            SeenMessage::User { text } => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
 
 /// The subagent id in a `spawn_subagent` result.

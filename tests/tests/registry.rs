@@ -6,48 +6,13 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lazyboy_protocol::{EventBody, MessageAction, Task, TaskState, ToolStatus, Verdict};
+use lazyboy_protocol::{EventBody, MessageAction, TaskState, ToolStatus, Verdict};
 use lazyboy_tests::mock_model::{MockCall, MockModel, Reply};
+use lazyboy_tests::tasks::{result_of, task, wait_task_state};
 use lazyboy_tests::{
     TestDaemon, add_agent, create_task, output_of, task_events, tell, wait_for, wait_task_finished,
 };
 use serde_json::json;
-
-async fn task(daemon: &TestDaemon, id: &str) -> Task {
-    daemon
-        .client()
-        .get(&format!("/api/tasks/{id}"))
-        .await
-        .unwrap()
-}
-
-async fn wait_state(daemon: &TestDaemon, id: &str, state: TaskState) -> Task {
-    wait_for(
-        Duration::from_secs(30),
-        &format!("{id} to be {state:?}"),
-        || {
-            let client = daemon.client();
-            let path = format!("/api/tasks/{id}");
-            async move {
-                let t: Task = client.get(&path).await.ok()?;
-                (t.state == state).then_some(t)
-            }
-        },
-    )
-    .await
-}
-
-fn result_of(events: &[EventBody], call: &str) -> Option<(ToolStatus, String)> {
-    events.iter().find_map(|e| match e {
-        EventBody::ToolResult {
-            call_id,
-            status,
-            output,
-            ..
-        } if call_id == call => Some((*status, output.clone())),
-        _ => None,
-    })
-}
 
 fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
@@ -199,7 +164,7 @@ async fn an_answer_starts_the_fuse_count_afresh() {
     ));
     mock.push(Reply::text("done"));
     let id = create_task(&daemon, "retry", "try hard", Some(ws.path())).await;
-    wait_state(&daemon, &id, TaskState::WaitingForHuman).await;
+    wait_task_state(&daemon, &id, TaskState::WaitingForHuman).await;
     let answer = json!({"option": 1});
     let response = daemon
         .http
@@ -234,12 +199,12 @@ async fn stopping_a_task_that_waits_for_the_person_cancels_it_at_once() {
         json!({"question": "which colour?"}),
     ));
     let id = create_task(&daemon, "asker", "paint it", None).await;
-    wait_state(&daemon, &id, TaskState::WaitingForHuman).await;
+    wait_task_state(&daemon, &id, TaskState::WaitingForHuman).await;
     let mut stop = daemon.cli();
     stop.args(["stop", &id]);
     let output = output_of(stop).await;
     assert!(output.status.success(), "{output:?}");
-    let t = wait_state(&daemon, &id, TaskState::Cancelled).await;
+    let t = wait_task_state(&daemon, &id, TaskState::Cancelled).await;
     assert_eq!(t.verdict, Some(Verdict::Cancelled));
     let events = task_events(&daemon, &id).await;
     let (status, text) = result_of(&events, "q").unwrap();
@@ -326,7 +291,7 @@ async fn a_message_to_an_agent_waiting_for_the_person_answers_the_question() {
     });
     mock.push(Reply::text("painted"));
     let id = create_task(&daemon, "painter", "paint the fence", None).await;
-    wait_state(&daemon, &id, TaskState::WaitingForHuman).await;
+    wait_task_state(&daemon, &id, TaskState::WaitingForHuman).await;
     let accepted = tell(&daemon, "painter", "green, please").await;
     assert_eq!(accepted.action, MessageAction::Answered);
     assert_eq!(accepted.task.as_deref(), Some(id.as_str()));

@@ -13,9 +13,42 @@ use crate::daemon_proc;
 
 pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow::Result<i32> {
     match command {
-        DaemonCommand::Start { node } => {
-            let health = daemon_proc::ensure_running_as(client, node.as_deref()).await?;
+        DaemonCommand::Start { node, reach } => {
+            let mut args = crate::reach::tls_args(&reach)?;
+            if let Some(node) = node {
+                args.extend(["--node".to_owned(), node]);
+            }
+            let token = if reach.lan {
+                let listen = crate::reach::lan_listen()?.to_string();
+                args.splice(0..0, ["--listen".to_owned(), listen]);
+                Some(token(client, false).await?)
+            } else {
+                None
+            };
+            let health = match client.get::<Health>("/api/health").await {
+                Ok(_) => {
+                    let health = daemon_proc::health(client).await?;
+                    let want_tls = reach.tls_cert.is_some();
+                    if (reach.lan && health.lan_urls.is_empty())
+                        || (want_tls && !health.url.starts_with("https://"))
+                    {
+                        anyhow::bail!(
+                            "lazyboyd is already running (pid {}) at {}: stop it first                              (`lazyboy daemon stop`) to start it with --lan or HTTPS",
+                            health.pid,
+                            health.url
+                        );
+                    }
+                    health
+                }
+                Err(ClientError::NotRunning { .. }) => {
+                    daemon_proc::start_with(client, &args).await?
+                }
+                Err(other) => return Err(other.into()),
+            };
             print_health(&health, json)?;
+            if let (Some(token), false) = (token, json) {
+                crate::reach::print_lan(&health, &token)?;
+            }
         }
         DaemonCommand::Stop => match daemon_proc::stop(client).await? {
             Some(health) => println!("lazyboyd (pid {}) stopped", health.pid),
@@ -44,6 +77,12 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
             "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}\nnode:      {}",
             health.version, health.pid, health.home, health.url, health.node
         );
+        for url in &health.lan_urls {
+            println!("lan:       {url}");
+        }
+        if !health.sandbox.is_empty() {
+            println!("sandbox:   {}", health.sandbox);
+        }
     }
     Ok(())
 }
@@ -51,7 +90,7 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
 /// The token for non-loopback listeners. A running daemon owns its home, so it is asked (and
 /// rotates the token in force at once); with none running, `<home>/token` is read here, or a
 /// new random one written (mode 0600) if absent or when rotating. No daemon is started.
-async fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
+pub(crate) async fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {
     let request = TokenRequest { rotate };
     match client
         .call::<DaemonToken>(Method::POST, "/api/daemon/token", Some(&request))

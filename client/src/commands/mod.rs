@@ -1,8 +1,12 @@
 //! One file per verb.
 
+pub mod approve;
+pub mod boxes;
 pub mod completions;
 pub mod daemon;
+pub mod doctor;
 pub mod events;
+pub mod mcp;
 pub mod nodes;
 pub mod run;
 pub mod schedule;

@@ -33,7 +33,38 @@ pub async fn run(client: &Client, args: RunArgs, json: bool) -> anyhow::Result<i
     // Started before the task exists, so nothing typed from here on is lost.
     let mut input = stdin_lines();
     let task = create(client, &args.agent, &args.objective, workspace).await?;
+    state_boundaries(client, &args.agent).await?;
     follow(client, &task, json, Some(&mut input)).await
+}
+
+/// Says on stderr, at the start, where the agent's commands may write and what waits for the
+/// person's approval (the `default` agent runs commands unconfined unless told otherwise).
+async fn state_boundaries(client: &Client, agent: &str) -> anyhow::Result<()> {
+    let info: lazyboy_protocol::Agent = client.get(&format!("/api/agents/{agent}")).await?;
+    let sandbox = match info.sandbox {
+        lazyboy_protocol::Sandbox::Off => format!(
+            "sandbox off: {agent}'s commands run as you, unconfined (`lazyboy team edit {agent} \
+             --sandbox workspace-write` confines them to the workspace)"
+        ),
+        other => format!(
+            "sandbox {}: {agent}'s commands cannot read the LazyBoy home{}",
+            other.as_str(),
+            if other == lazyboy_protocol::Sandbox::ReadOnly {
+                " and write nowhere"
+            } else {
+                ", and write only in the workspace and the temp dir"
+            }
+        ),
+    };
+    eprintln!("({sandbox})");
+    if !info.approve.is_empty() {
+        let effects: Vec<&str> = info.approve.iter().map(|e| e.as_str()).collect();
+        eprintln!(
+            "(approvals: {} calls wait for you; answer 1, 2 or 3 here)",
+            effects.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Creates a task for `agent` working in `workspace`.
@@ -118,7 +149,9 @@ pub async fn follow(
                             }
                         }
                         Some(EventBody::Question { options, .. }) => question = Some(options),
-                        Some(EventBody::ToolResult { .. }) => question = None,
+                        Some(
+                            EventBody::ToolResult { .. } | EventBody::ApprovalDecided { .. },
+                        ) => question = None,
                         _ => {}
                     }
                 }

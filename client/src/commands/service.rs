@@ -41,6 +41,12 @@ pub async fn run(client: &Client, command: ServiceCommand, json: bool) -> anyhow
     }
 }
 
+/// Whether this home's service file exists on this machine, and where it is (for `doctor`).
+pub fn installed(client: &Client) -> anyhow::Result<(bool, PathBuf)> {
+    let target = Target::new(client, None)?;
+    Ok((target.file.is_file(), target.file))
+}
+
 /// One home's service: its platform, name and file.
 struct Target {
     platform: Platform,
@@ -127,10 +133,22 @@ fn service_dir(platform: Platform) -> anyhow::Result<PathBuf> {
 
 async fn install(client: &Client, args: ServiceInstallArgs) -> anyhow::Result<i32> {
     let target = Target::new(client, args.platform)?;
+    let tls = crate::reach::tls_args(&args.reach)?;
+    let token = match args.reach.lan {
+        true => Some(super::daemon::token(client, false).await?),
+        false => None,
+    };
     let spec = Spec {
         daemon: daemon_proc::daemon_path()?,
         home: target.home.clone(),
-        listen: args.listen,
+        listen: match args.reach.lan {
+            true => Some(crate::reach::lan_listen()?),
+            false => args.listen,
+        },
+        tls: match tls.as_slice() {
+            [_, cert, _, key] => Some((cert.into(), key.into())),
+            _ => None,
+        },
         path_env: std::env::var("PATH").ok().filter(|p| !p.is_empty()),
     };
     let text = service_file::render(target.platform, &spec, &target.name)?;
@@ -174,6 +192,9 @@ async fn install(client: &Client, args: ServiceInstallArgs) -> anyhow::Result<i3
         "{} loaded: lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}",
         target.name, health.version, health.pid, health.home, health.url
     );
+    if let Some(token) = token {
+        crate::reach::print_lan(&health, &token)?;
+    }
     println!(
         "The service does not see this shell's environment: keep model settings in {} and \
          give provider keys to the service manager (see the README).",

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use hyper::Method;
-use lazyboy_protocol::{Agent, AgentList, CreateAgent, UpdateAgent};
+use lazyboy_protocol::{Agent, AgentList, CreateAgent, Effect, Sandbox, UpdateAgent};
 
 use crate::cli::{AgentSettings, TeamCommand};
 use crate::connection::Client;
@@ -14,6 +14,8 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
     match command {
         TeamCommand::Add { name, settings } => {
             let node = settings.node.clone();
+            let mcp = settings.mcp_list();
+            let (approve, allow, sandbox) = settings.boundaries()?;
             let (instructions, model, workspace) = settings.resolve()?;
             let request = CreateAgent {
                 name,
@@ -21,6 +23,10 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
                 model,
                 workspace,
                 node,
+                mcp,
+                approve,
+                allow,
+                sandbox,
             };
             let agent: Agent = client
                 .call(Method::POST, "/api/agents", Some(&request))
@@ -41,11 +47,20 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
         }
         TeamCommand::Edit { name, settings } => {
             let node = settings.node.clone();
+            let mcp = settings.mcp_list();
+            let (approve, allow, sandbox) = settings.boundaries()?;
             let (instructions, model, workspace) = settings.resolve()?;
-            if instructions.is_none() && model.is_none() && workspace.is_none() && node.is_none() {
+            let boundaries = approve.is_some() || allow.is_some() || sandbox.is_some();
+            if instructions.is_none()
+                && model.is_none()
+                && workspace.is_none()
+                && mcp.is_none()
+                && node.is_none()
+                && !boundaries
+            {
                 anyhow::bail!(
                     "nothing to change: give --instructions, --instructions-file, --model, \
-                     --workspace or --node"
+                     --workspace, --node, --mcp, --approve, --allow or --sandbox"
                 );
             }
             let request = UpdateAgent {
@@ -53,6 +68,10 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
                 model,
                 workspace,
                 node,
+                mcp,
+                approve,
+                allow,
+                sandbox,
             };
             let path = format!("/api/agents/{name}");
             let agent: Agent = client.call(Method::PATCH, &path, Some(&request)).await?;
@@ -96,7 +115,54 @@ fn print_agent(agent: &Agent, json: bool, verb: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `--approve`, `--allow` and `--sandbox` set, as the API takes them.
+type BoundaryFlags = (Option<Vec<Effect>>, Option<Vec<String>>, Option<Sandbox>);
+
 impl AgentSettings {
+    /// `--mcp a,b` as a list (`""`: none).
+    fn mcp_list(&self) -> Option<Vec<String>> {
+        self.mcp.as_ref().map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+    }
+
+    /// The effects named by `--approve` (comma-separated; "" is none), the `--allow` rules
+    /// ("" alone clears them) and the sandbox.
+    fn boundaries(&self) -> anyhow::Result<BoundaryFlags> {
+        let approve = match &self.approve {
+            Some(list) => Some(
+                list.split(',')
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty())
+                    .map(|name| {
+                        serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(
+                            |_| {
+                                anyhow::anyhow!(
+                                    "unknown effect {name:?} in --approve: use command, \
+                                     workspace_write, network or box"
+                                )
+                            },
+                        )
+                    })
+                    .collect::<anyhow::Result<Vec<Effect>>>()?,
+            ),
+            None => None,
+        };
+        let allow = self.allow.as_ref().map(|rules| {
+            rules
+                .iter()
+                .filter(|r| !r.trim().is_empty())
+                .cloned()
+                .collect()
+        });
+        let sandbox = self.sandbox.as_deref().and_then(Sandbox::parse);
+        Ok((approve, allow, sandbox))
+    }
+
     /// (instructions, model, workspace) as the API takes them: the file read, the workspace
     /// made absolute.
     fn resolve(self) -> anyhow::Result<(Option<String>, Option<String>, Option<String>)> {

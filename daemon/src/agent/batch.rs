@@ -5,6 +5,10 @@
 //! a call that ends the turn (a verdict, a question) ends the batch, and the calls after it
 //! get `skipped` results. Invalid JSON arguments, unknown tools and refused tools are results
 //! for the model; only a tool that finds the store gone aborts the turn.
+//!
+//! Before a non-read call runs, the agent's boundaries gate it (`approval.rs`): a call that
+//! needs the person's approval pauses the batch (the calls after it wait, unanswered, and
+//! run in order once the person decides); one the sandbox refuses gets an error result.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,8 +18,10 @@ use futures_util::future::join_all;
 use lazyboy_protocol::{Effect, EventBody, ToolCallRecord, ToolStatus, Verdict};
 use serde_json::Value;
 
+use super::approval::Gate;
 use super::fuse::Fuse;
 use super::turn::{Halt, Turn};
+use crate::confine::Confinement;
 use crate::tools::{self, Handled, Registry, ToolContext, ToolOutput, TurnEnd, exec};
 
 /// One call of a batch, parsed.
@@ -38,12 +44,14 @@ pub(super) enum BatchEnd {
 impl Turn {
     /// Runs one batch, then tells the model the guard's reminders. Every call of the batch
     /// ends with exactly one result: calls after one that ended the turn are `skipped`.
+    /// `several`: the reply made more than one call (a resumed batch may have fewer left).
     pub(super) async fn run_batch(
         &mut self,
         calls: &[ToolCallRecord],
+        several: bool,
         workspace: &Path,
     ) -> Result<BatchEnd, Halt> {
-        let end = self.run_calls(calls, workspace).await?;
+        let end = self.run_calls(calls, several, workspace).await?;
         let skipped = match end {
             BatchEnd::Finish(..) => {
                 Some("not run: an earlier call in the same reply ended the turn")
@@ -59,8 +67,11 @@ impl Turn {
                     .await?;
             }
         }
-        for text in std::mem::take(&mut self.reminders) {
-            self.append(EventBody::RuntimeNote { text }).await?;
+        // A batch paused for approval is not over: a note now would sit between its results.
+        if !std::mem::take(&mut self.awaiting_approval) {
+            for text in std::mem::take(&mut self.reminders) {
+                self.append(EventBody::RuntimeNote { text }).await?;
+            }
         }
         Ok(end)
     }
@@ -69,6 +80,7 @@ impl Turn {
     async fn run_calls(
         &mut self,
         calls: &[ToolCallRecord],
+        several: bool,
         workspace: &Path,
     ) -> Result<BatchEnd, Halt> {
         let parsed: Vec<Call> = calls
@@ -87,7 +99,6 @@ impl Turn {
                 }
             })
             .collect();
-        let several = parsed.len() > 1;
         let mut index = 0;
         self.steered.store(false, Ordering::SeqCst);
         while index < parsed.len() {
@@ -138,6 +149,18 @@ impl Turn {
             } else {
                 let call = &parsed[index];
                 index += 1;
+                match self.gate(call, workspace).await? {
+                    Gate::Run => {}
+                    Gate::Ask => return Ok(BatchEnd::AskPerson),
+                    Gate::Refuse(text) => {
+                        self.append(intent(call)).await?;
+                        let refused = Ok(ToolOutput::error(text).into());
+                        if let Some(end) = self.finish_call(call, refused).await? {
+                            return Ok(end);
+                        }
+                        continue;
+                    }
+                }
                 self.append(intent(call)).await?;
                 let operation = format!("running {}", call.record.name);
                 let outcome = self
@@ -175,23 +198,29 @@ impl Turn {
             ))
             .into());
         }
-        let ctx = ToolContext {
-            workspace: workspace.to_path_buf(),
-            task_id: self.task.id.clone(),
-            call: call.record.id.clone(),
-            // Spill files are named by this; call ids repeat across tasks of one workspace.
-            call_id: format!("{}-{}", self.task.id, call.record.id),
-            machine: Arc::new(exec::Host),
-            commands: self.rt.commands.clone(),
-            scope: self.scope.clone(),
-            cancel: self.cancel.clone(),
-        };
+        let ctx = self.tool_context(call, workspace);
         // A stop must not wait for a tool that does not watch the token itself.
         tokio::select! {
             outcome = tools::run(tool.as_ref(), &ctx, args) => outcome,
             () = self.cancel.cancelled() => Ok(ToolOutput::error(
                 "stopped: the task was cancelled while this call ran; its effect is unknown",
             ).into()),
+        }
+    }
+
+    /// What a tool sees of this call: its commands run in the agent's sandbox.
+    pub(super) fn tool_context(&self, call: &Call, workspace: &Path) -> ToolContext {
+        let confinement = Confinement::new(self.policy.sandbox, workspace);
+        ToolContext {
+            workspace: workspace.to_path_buf(),
+            task_id: self.task.id.clone(),
+            call: call.record.id.clone(),
+            // Spill files are named by this; call ids repeat across tasks of one workspace.
+            call_id: format!("{}-{}", self.task.id, call.record.id),
+            machine: Arc::new(exec::Host::confined(confinement)),
+            commands: self.rt.commands.clone(),
+            scope: self.scope.clone(),
+            cancel: self.cancel.clone(),
         }
     }
 

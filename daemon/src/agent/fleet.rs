@@ -46,6 +46,8 @@ impl Runtime {
     /// many tasks resumed.
     pub async fn start(self: &Arc<Self>, url: &str) -> Result<usize, StoreError> {
         self.register(url).await?;
+        // Before any task resumes: who held the box survives, dead holders do not.
+        self.sandbox.recover().await?;
         let resumed = self.recover().await?;
         let runtime = self.clone();
         self.tracker.spawn(async move { runtime.schedule().await });

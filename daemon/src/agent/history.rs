@@ -9,7 +9,9 @@ use std::collections::HashSet;
 
 use std::collections::HashMap;
 
-use lazyboy_protocol::{Effect, EventBody, PlanStep, ToolCallRecord, ToolStatus};
+use lazyboy_protocol::{
+    Approval, Decision, Effect, EventBody, PlanStep, ToolCallRecord, ToolStatus,
+};
 
 pub use crate::context::{Kind, Meta};
 use crate::providers::{Message, ToolCall};
@@ -31,6 +33,16 @@ pub struct Background {
     pub pgid: Option<i32>,
     /// How it ended, once recorded.
     pub ended: Option<String>,
+}
+
+/// The person decided on the call a batch paused for, and the batch has not gone on since:
+/// the loop resumes it from that call (which runs when approved; a denied one already has
+/// its result), instead of marking the batch's calls unknown or skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    pub call_id: String,
+    /// Approved: the call runs (once).
+    pub run: bool,
 }
 
 /// One thing the loop guard saw.
@@ -88,6 +100,16 @@ pub struct History {
     pub reported: HashSet<String>,
     /// The latest summary of the task's older rounds: the seq it covers up to, and its text.
     pub summary: Option<(i64, String)>,
+    /// Images recorded for calls whose result is not in yet.
+    images: Vec<Message>,
+    /// The open question, when it asks to approve a call: the call and what it will do.
+    pub approval: Option<(String, Approval)>,
+    /// A decision on a paused batch that the loop has not acted on yet.
+    pub resume: Option<Resume>,
+    /// Calls approved for the rest of the task, by `policy::same_call_key`.
+    pub approved_for_task: HashSet<String>,
+    /// How many calls the last reply made.
+    pub reply_len: usize,
 }
 
 impl History {
@@ -131,6 +153,8 @@ impl History {
                 | EventBody::ModelUsage { .. }
                 | EventBody::Summary { .. }
                 | EventBody::Deliverables { .. }
+                | EventBody::BoxState { .. }
+                | EventBody::BoxLock { .. }
         ) {
             self.ending = None;
         }
@@ -174,6 +198,8 @@ impl History {
             }
             EventBody::AssistantReply { text, tool_calls } => {
                 self.rounds += 1;
+                self.reply_len = tool_calls.len();
+                self.resume = None;
                 if tool_calls.is_empty() {
                     self.ending = Some(text.clone());
                 }
@@ -201,6 +227,8 @@ impl History {
                 ..
             } => {
                 self.started.insert(call_id.clone());
+                // The batch went on: a decision, if any, has been acted on.
+                self.resume = None;
                 // Logs from before calls recorded their effect: the standard tool's.
                 if let Some(effect) = effect.or_else(|| legacy_effect(name)) {
                     self.effects.insert(call_id.clone(), effect);
@@ -214,8 +242,12 @@ impl History {
                 progress,
             } => {
                 self.unanswered.retain(|c| &c.id != call_id);
+                if self.resume.as_ref().is_some_and(|r| &r.call_id != call_id) {
+                    self.resume = None;
+                }
                 if self.question.as_ref().is_some_and(|(id, _)| id == call_id) {
                     self.question = None;
+                    self.approval = None;
                     // The person's answer.
                     self.guard.push(GuardInput::PersonSpoke);
                 }
@@ -244,6 +276,14 @@ impl History {
                     },
                     Kind::Result,
                 );
+                // Its images (screenshots) go right after it.
+                let (mine, others): (Vec<Message>, Vec<Message>) = std::mem::take(&mut self.images)
+                    .into_iter()
+                    .partition(|m| matches!(m, Message::Image { call_id: id, .. } if id == call_id));
+                self.images = others;
+                for image in mine {
+                    self.push(image, Kind::Result);
+                }
                 if self.unanswered.is_empty() {
                     for (text, seq) in std::mem::take(&mut self.deferred) {
                         self.messages.push(Message::User { text });
@@ -255,12 +295,38 @@ impl History {
                 }
             }
             EventBody::Question {
-                call_id, options, ..
-            } => self.question = Some((call_id.clone(), options.clone())),
+                call_id,
+                options,
+                approval,
+                ..
+            } => {
+                self.question = Some((call_id.clone(), options.clone()));
+                self.approval = approval.as_deref().map(|a| (call_id.clone(), a.clone()));
+            }
+            EventBody::ApprovalDecided {
+                call_id, decision, ..
+            } => {
+                if self.question.as_ref().is_some_and(|(id, _)| id == call_id) {
+                    self.question = None;
+                }
+                if let Some((_, approval)) = self.approval.take().filter(|(id, _)| id == call_id)
+                    && *decision == Decision::ApproveForTask
+                {
+                    self.approved_for_task
+                        .insert(super::policy::same_call_key(&approval));
+                }
+                self.resume = Some(Resume {
+                    call_id: call_id.clone(),
+                    run: *decision != Decision::Deny,
+                });
+                // The person spoke.
+                self.guard.push(GuardInput::PersonSpoke);
+            }
             EventBody::PlanUpdated { steps, .. } => self.plan = steps.clone(),
             EventBody::AgentMessage { text } => self.last_message = Some(text.clone()),
             // A continued task starts a new turn: its budget, its reminder and its answer.
             EventBody::TaskFinished { .. } => {
+                self.resume = None;
                 self.rounds = 0;
                 self.acted = false;
                 self.last_message = None;
@@ -287,6 +353,17 @@ impl History {
             EventBody::Summary { upto_seq, text } => {
                 self.summary = Some((*upto_seq, text.clone()));
             }
+            EventBody::ToolImage {
+                call_id,
+                path,
+                media_type,
+            } => self.images.push(Message::Image {
+                call_id: call_id.clone(),
+                media_type: media_type.clone(),
+                path: path.clone(),
+                data: None,
+            }),
+            EventBody::BoxState { .. } | EventBody::BoxLock { .. } => {}
             EventBody::AgentCreated { .. }
             | EventBody::AgentDeleted {}
             | EventBody::AgentUpdated { .. }

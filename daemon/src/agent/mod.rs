@@ -13,15 +13,19 @@
 //!
 //! The loop itself is `turn.rs` (a thin driver over the store, the provider and the tools)
 //! and `batch.rs` (one reply's calls through the task's registry); its decisions are plain
-//! functions in `fuse.rs` and `history.rs`. Tools reach their task through `scope.rs`, the
+//! functions in `fuse.rs`, `history.rs` and `policy.rs` (approvals, the sandbox);
+//! `approval.rs` pauses a batch for the person's approval and resumes it with their decision. Tools reach their task through `scope.rs`, the
 //! runtime's side of `tools::task::TaskScope`.
 
+mod approval;
 mod batch;
+pub mod doctor;
 mod files;
 mod fleet;
 pub mod fuse;
 pub mod history;
 mod person;
+pub mod policy;
 pub mod prompt;
 mod revival;
 pub mod schedules;
@@ -61,6 +65,11 @@ pub enum AnswerError {
     BadOption(usize, usize),
     #[error("the answer is empty: give a text or an option number")]
     Empty,
+    #[error(
+        "the task's question is not an approval: answer it with `lazyboy answer` (or \
+         POST /api/tasks/{{id}}/answer)"
+    )]
+    NotApproval,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -96,10 +105,15 @@ pub struct Runtime {
     pub store: Store,
     pub config: Config,
     pub commands: Arc<CommandRegistry>,
+    /// The box (the shared desktop in Docker) and its lock.
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// Where agents without an explicit workspace work: `<home>/workspaces/<agent>`.
     pub workspaces: PathBuf,
     /// Wakes the schedules' timer (`schedules.rs`) when a schedule changes.
     pub schedules: schedules::Timer,
+    /// The web client of `web_fetch` and `web_search`, and the MCP servers (`mcp/`).
+    pub web: Arc<crate::web::Web>,
+    pub mcp: Arc<crate::mcp::Manager>,
     /// Held while deciding what runs: the scheduler, stops and loop exits all take it.
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
@@ -121,7 +135,15 @@ impl Runtime {
         workspaces: PathBuf,
         shutdown: CancellationToken,
     ) -> Arc<Runtime> {
+        let sandbox = crate::sandbox::BoxConfig::new(
+            config.file.sandbox.name.clone(),
+            config.file.sandbox.image.clone(),
+        );
+        let sandbox = crate::sandbox::Sandbox::new(store.clone(), sandbox, config.heartbeat);
         Arc::new(Runtime {
+            web: Arc::new(crate::web::Web::configured(&config.file)),
+            mcp: Arc::new(crate::mcp::Manager::new(&config.file.mcp)),
+            sandbox: Arc::new(sandbox),
             store,
             config,
             commands: Arc::new(CommandRegistry::new()),
@@ -220,6 +242,7 @@ impl Runtime {
                     {
                         tracing::error!(%error, "cannot record the failure");
                     }
+                    runtime.sandbox.release(&id).await;
                 }
                 runtime.running.lock().await.remove(&id);
                 runtime.finished.send_modify(|n| *n += 1);
@@ -377,5 +400,6 @@ impl Runtime {
         self.tracker.close();
         self.tracker.wait().await;
         self.commands.kill_all();
+        self.mcp.shutdown().await;
     }
 }

@@ -188,6 +188,12 @@ impl Runtime {
         let Some((call_id, options)) = history.question else {
             return Err(AnswerError::NotWaiting(task.state()));
         };
+        // An approval question: the answer is the person's decision on the call.
+        if history.approval.is_some() {
+            let (decision, reason) =
+                super::policy::decision_from_answer(answer.option, answer.text.as_deref())?;
+            return self.decide_locked(task, decision, reason).await;
+        }
         let name = history
             .unanswered
             .iter()
@@ -204,11 +210,12 @@ impl Runtime {
             (None, Some(text)) if !text.trim().is_empty() => text.trim().to_owned(),
             _ => return Err(AnswerError::Empty),
         };
+        let output = crate::tools::handlers::box_help::answered(&name, &text);
         let result = EventBody::ToolResult {
             call_id,
             name,
             status: ToolStatus::Ok,
-            output: format!("The person answered: {text}"),
+            output,
             progress: false,
         };
         // One transaction: no daemon can start the task before its answer is in.

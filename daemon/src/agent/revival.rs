@@ -56,15 +56,8 @@ impl Turn {
 
     /// The task's subagents that have not ended.
     pub(super) async fn live_subagents(&self) -> Result<Vec<String>, Halt> {
-        Ok(self
-            .rt
-            .store
-            .subagents(&self.task.id)
-            .await?
-            .into_iter()
-            .filter(|c| !c.state().is_final())
-            .map(|c| c.id)
-            .collect())
+        use crate::tools::task::TaskScope;
+        Ok(self.scope.live_subagents().await?)
     }
 
     /// Waits for the task's subagents and commands, then records the revival note.
@@ -178,7 +171,10 @@ impl Turn {
              again. Check the state before starting them again:",
         );
         for command in &lost {
+            // A box command's processes live in the container, beyond the client's group.
+            let in_box = self.rt.sandbox.stop_orphan(&command.id).await.unwrap_or(0);
             let fate = match command.pgid.map(|pgid| stop_orphan(&command.id, pgid)) {
+                _ if in_box > 0 => "it was still running in the box and has been stopped",
                 Some(Orphan::Stopped) => "it was still running and has been stopped",
                 Some(Orphan::Gone) => "it had ended; how is unknown",
                 Some(Orphan::Unknown) | None => "it may still be running outside LazyBoy",

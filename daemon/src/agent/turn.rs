@@ -24,6 +24,7 @@ use super::Runtime;
 use super::batch::BatchEnd;
 use super::fuse::LoopGuard;
 use super::history::{GuardInput, History};
+use super::policy::Policy;
 use super::prompt;
 use super::scope::Scope;
 use super::window::Window;
@@ -55,10 +56,21 @@ pub(super) async fn run(
     pause: CancellationToken,
     steered: Arc<AtomicBool>,
 ) {
-    let tools = Registry::for_task(&TaskTools {
+    let mut tools = Registry::for_task(&TaskTools {
         subagent: task.parent_id.is_some(),
         allowed: task.allowed_tools(),
     });
+    // The web tools, and the agent's MCP servers' tools (the servers start now if need be).
+    let allowed = task.allowed_tools();
+    crate::tools::handlers::register_web(&mut tools, &rt.web, allowed.as_deref());
+    let servers = task.mcp_servers();
+    tokio::select! {
+        () = crate::mcp::adapter::register(&rt.mcp, &mut tools, &servers, allowed.as_deref()) => {}
+        // A server still starting must not hold up a stop or a shutdown.
+        () = cancel.cancelled() => {}
+        () = rt.shutdown.cancelled() => {}
+    }
+    crate::tools::handlers::register_box(&mut tools, &rt.sandbox, &task);
     let scope = Arc::new(Scope {
         rt: rt.clone(),
         task: task.clone(),
@@ -77,6 +89,10 @@ pub(super) async fn run(
         steered,
         known_background: HashSet::new(),
         round_tokens: Vec::new(),
+        policy: Policy::default(),
+        approved_once: None,
+        approved_for_task: HashSet::new(),
+        awaiting_approval: false,
     };
     match turn.drive().await {
         Ok(Ending::WaitForHuman) => {
@@ -95,10 +111,18 @@ pub(super) async fn run(
             }
             tracing::info!(?verdict, "task finished");
         }
-        Err(Halt::Shutdown) => tracing::info!("task paused (shutdown, or its claim was lost)"),
+        Err(Halt::Shutdown) if rt.shutdown.is_cancelled() => {
+            // The task resumes at the next start, holding the box as it did.
+            tracing::info!("task paused by shutdown");
+            return;
+        }
+        // Its claim was lost (another node took it over): this node's box is not its own.
+        Err(Halt::Shutdown) => tracing::info!("task paused: its claim was lost"),
         Err(Halt::Store(error)) => tracing::error!(%error, "task stopped: the store failed"),
         Err(Halt::Fatal(error)) => tracing::error!(%error, "task stopped: a tool lost the store"),
     }
+    // Its turn ended (for the person, or for good): the box's screen goes to the next in line.
+    rt.sandbox.release(&turn.task.id).await;
 }
 
 pub(super) struct Turn {
@@ -116,13 +140,21 @@ pub(super) struct Turn {
     /// (a note between two results of one reply would break the wire format).
     pub(super) reminders: Vec<String>,
     /// Set when the turn ended on a question to the person (not a verdict).
-    asked_person: bool,
+    pub(super) asked_person: bool,
     /// Raised by `Runtime::steer`: a new instruction arrived mid-batch.
     pub(super) steered: Arc<AtomicBool>,
     /// Background commands already recorded (`command_started`).
     pub(super) known_background: HashSet<String>,
     /// Tokens each model round of this drive used (for the fuses' messages).
     pub(super) round_tokens: Vec<u64>,
+    /// The agent's approvals and sandbox, read at the start of the drive.
+    pub(super) policy: Policy,
+    /// The call the person approved, which runs once without asking again.
+    pub(super) approved_once: Option<String>,
+    /// Calls approved for the rest of the task (`policy::same_call_key`).
+    pub(super) approved_for_task: HashSet<String>,
+    /// A call of the current batch waits for approval: the batch is not over.
+    pub(super) awaiting_approval: bool,
 }
 
 /// How a drive ends.
@@ -164,8 +196,10 @@ impl Turn {
                 GuardInput::PersonSpoke => self.guard.reset(),
             }
         }
-        // Recovery: answer every call the last reply left without a result.
-        for call in &history.unanswered {
+        let resume = self.load_boundaries(&history).await?;
+        // Recovery: answer every call the last reply left without a result, unless the batch
+        // paused for the person's approval and goes on now with their decision.
+        for call in history.unanswered.iter().filter(|_| resume.is_none()) {
             let (status, output) = if history.started.contains(&call.id) {
                 (
                     ToolStatus::Unknown,
@@ -227,6 +261,12 @@ impl Turn {
         } else {
             (self.rt.config.max_rounds_total, "LAZYBOY_MAX_ROUNDS_TOTAL")
         };
+        if let Some(resume) = resume {
+            if let Some(end) = self.resume_batch(resume, &history, &workspace).await? {
+                return Ok(end);
+            }
+            self.catch_up(&mut history).await?;
+        }
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(self.cancelled());
@@ -264,7 +304,7 @@ impl Turn {
             self.maybe_summarize(&mut window, &provider, &history, &built);
             let request = ModelRequest {
                 system,
-                messages: built.messages,
+                messages: crate::providers::images::attach(&built.messages, &workspace).await,
                 tools: tools.clone(),
             };
             let reply = match self.ask_model(&provider, &request).await? {
@@ -299,7 +339,7 @@ impl Turn {
             .await?;
 
             if !calls.is_empty() {
-                match self.run_batch(&calls, &workspace).await? {
+                match self.run_batch(&calls, calls.len() > 1, &workspace).await? {
                     BatchEnd::Continue => {}
                     BatchEnd::Finish(verdict, message) => return Ok((verdict, message)),
                     BatchEnd::Steered => {}
@@ -350,7 +390,13 @@ impl Turn {
 
     /// Appends to the task as its owner: refused once this node lost the claim, so a loop
     /// that lost it records nothing more (no new call's intent in particular).
-    pub(super) async fn append(&self, body: EventBody) -> Result<(), Halt> {
+    pub(super) async fn append(&self, mut body: EventBody) -> Result<(), Halt> {
+        // A result never carries a configured key's value to the log or the model.
+        if let EventBody::ToolResult { output, .. } = &mut body
+            && let std::borrow::Cow::Owned(clean) = crate::secrets::redact(output)
+        {
+            *output = clean;
+        }
         self.rt.store.append_as_owner(&self.task, &body).await?;
         Ok(())
     }

@@ -19,7 +19,7 @@ use super::history::History;
 use super::turn::{Halt, Turn};
 use crate::context::tokens::Counter;
 use crate::context::{self, Built, Kind, Parts, TooBig, output_reserve};
-use crate::providers::{Message, ModelReply, ModelRequest, Provider, TokenUsage, ToolDef};
+use crate::providers::{Message, ModelReply, ModelRequest, Provider, TokenUsage, ToolDef, images};
 use crate::store::TaskRow;
 use crate::store::conversation::Line;
 
@@ -28,6 +28,9 @@ pub const RECENT_LINES: u32 = 32;
 /// Rounds left out and not yet summarized before a summary pass starts (fewer are not worth
 /// a model request: the request notes what it leaves out).
 pub const SUMMARY_EVERY: usize = 8;
+/// What one screenshot costs in a request (a 1280x800 PNG: about 1,100 tokens for OpenAI's
+/// tiles, 1,365 for Anthropic's width × height / 750).
+const IMAGE_TOKENS: u64 = 1400;
 /// How much of one tool result or argument a summary pass reads.
 const EXCERPT: usize = 1500;
 
@@ -40,9 +43,12 @@ previous summary if one is given. Be concise: at most 400 words. Never invent an
 /// The turn's context state.
 pub(super) struct Window {
     pub(super) counter: Arc<Counter>,
-    /// Tokens of each message of the history (same indices), counted once.
+    /// Tokens of each message of the history (same indices), whole and stubbed, counted once.
     tokens: Vec<u64>,
+    stub_tokens: Vec<u64>,
     tools: u64,
+    /// Images in the history: the latest [`images::KEEP`] of them are sent.
+    images: usize,
     /// The agent's earlier conversation, for the system prompt.
     pub(super) prior: Option<String>,
     context: u64,
@@ -58,6 +64,8 @@ impl Window {
             tools: counter.tools(tools),
             counter,
             tokens: Vec::new(),
+            stub_tokens: Vec::new(),
+            images: 0,
             prior: None,
             context: provider.config().context_tokens,
             pass: None,
@@ -67,14 +75,23 @@ impl Window {
 
     /// The next request's conversation, fitted to the window.
     pub(super) fn fit(&mut self, history: &History, system: &str) -> Result<Built, TooBig> {
-        for message in &history.messages[self.tokens.len()..] {
-            self.tokens.push(self.counter.message(message));
+        let new = self.tokens.len()..history.messages.len();
+        for (message, meta) in history.messages[new.clone()].iter().zip(&history.meta[new]) {
+            let tokens = self.counter.message(message);
+            self.images += usize::from(matches!(message, Message::Image { .. }));
+            self.tokens.push(tokens);
+            self.stub_tokens
+                .push(context::stub_tokens(&self.counter, message, *meta, tokens));
         }
         let parts = Parts {
-            fixed: self.counter.text(system) + 4 + self.tools,
+            fixed: self.counter.text(system)
+                + 4
+                + self.tools
+                + IMAGE_TOKENS * self.images.min(images::KEEP) as u64,
             messages: &history.messages,
             meta: &history.meta,
             tokens: &self.tokens,
+            stub_tokens: &self.stub_tokens,
             summary: history
                 .summary
                 .as_ref()
@@ -100,7 +117,7 @@ impl Turn {
         let start = history.meta.first().map_or(i64::MAX, |m| m.seq);
         let store = &self.rt.store;
         let recent = store
-            .conversation(self.task.agent_id, start, RECENT_LINES)
+            .conversation_lines(self.task.agent_id, start, RECENT_LINES)
             .await?;
         let summary = store.agent_summary(self.task.agent_id).await?;
         if recent.is_empty() && summary.is_none() {
@@ -126,7 +143,7 @@ impl Turn {
         let covered = summary.as_ref().map_or(0, |(upto, _)| *upto);
         if let Some(first) = recent.first() {
             let older: Vec<Line> = store
-                .conversation(self.task.agent_id, first.seq, 200)
+                .conversation_lines(self.task.agent_id, first.seq, 200)
                 .await?
                 .into_iter()
                 .filter(|l| l.seq > covered)
@@ -396,5 +413,6 @@ fn render(message: &Message, kind: Kind, seq: i64) -> String {
             let how = if *is_error { "error" } else { "result" };
             format!("#{seq} {how} of {name}: {}", excerpt(content))
         }
+        Message::Image { path, .. } => format!("#{seq} image {path}"),
     }
 }

@@ -77,6 +77,9 @@ impl From<AnswerError> for ApiError {
             error @ AnswerError::NotWaiting(_) => {
                 ApiError::new(StatusCode::CONFLICT, "not_waiting", error.to_string())
             }
+            error @ AnswerError::NotApproval => {
+                ApiError::new(StatusCode::CONFLICT, "not_an_approval", error.to_string())
+            }
             error => ApiError::bad_request(error.to_string()),
         }
     }
@@ -93,6 +96,20 @@ impl From<MessageError> for ApiError {
                 error.to_string(),
             ),
         }
+    }
+}
+
+impl From<crate::sandbox::BoxError> for ApiError {
+    fn from(error: crate::sandbox::BoxError) -> ApiError {
+        use crate::sandbox::BoxError;
+        let (status, code) = match &error {
+            BoxError::Unavailable(_) | BoxError::NoImage(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "box_unavailable")
+            }
+            BoxError::Tool(_) => (StatusCode::CONFLICT, "box_not_running"),
+            _ => (StatusCode::BAD_GATEWAY, "box_error"),
+        };
+        ApiError::new(status, code, error.to_string())
     }
 }
 

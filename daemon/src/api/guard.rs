@@ -141,7 +141,8 @@ fn host_is_loopback(authority: &str) -> bool {
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn origin_allowed(origin: &HeaderValue, host: Option<&str>) -> bool {
+/// Whether a request from `origin` may act on this daemon (loopback, or its own origin).
+pub fn origin_allowed(origin: &HeaderValue, host: Option<&str>) -> bool {
     let Some(authority) = origin
         .to_str()
         .ok()

@@ -1,4 +1,5 @@
 //! The two listeners: the local socket (file mode 0600, for the CLI) and TCP (for browsers).
+//! Both are served with `api::peers::Peer` as each connection's connect info.
 
 use std::io;
 use std::os::unix::fs::PermissionsExt;
@@ -54,5 +55,26 @@ impl axum::serve::Listener for LocalSocket {
 
     fn local_addr(&self) -> io::Result<PathBuf> {
         Ok(self.path.clone())
+    }
+}
+
+/// The TCP listener, with Nagle off on every connection (events are small writes that must
+/// leave at once).
+pub struct Tcp(pub tokio::net::TcpListener);
+
+impl axum::serve::Listener for Tcp {
+    type Io = tokio::net::TcpStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr) = axum::serve::Listener::accept(&mut self.0).await;
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "set_nodelay failed");
+        }
+        (stream, addr)
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.0.local_addr()
     }
 }

@@ -1,11 +1,17 @@
 //! The HTTP API: one axum `Router`, served on the local socket (for the CLI) and on TCP (for
 //! browsers). The TCP copy is wrapped in [`guard`]; the socket copy also gets the routes only
-//! the machine's owner may call (`POST /api/daemon/stop`, `POST /api/daemon/token`).
+//! the machine's owner may call (`POST /api/daemon/stop`, `POST /api/daemon/token`). Both
+//! refuse connections from agents' processes ([`peers`]): they are served with [`peers::Peer`]
+//! as connect info.
 
+pub mod assets;
 pub mod error;
 pub mod guard;
+pub mod lan;
 pub mod listeners;
+pub mod peers;
 mod routes;
+pub mod tls;
 pub mod token;
 
 use std::sync::Arc;
@@ -36,6 +42,14 @@ pub struct AppState {
 fn api(state: AppState) -> Router {
     Router::new()
         .route("/", get(routes::web::index))
+        .route("/sw.js", get(routes::web::service_worker))
+        .route("/manifest.webmanifest", get(routes::web::manifest))
+        .route("/assets/{*path}", get(routes::web::asset))
+        .route("/api/state", get(routes::dashboard::state))
+        .route(
+            "/api/agents/{name}/conversation",
+            get(routes::dashboard::conversation),
+        )
         .route("/api/health", get(routes::health::get))
         .route(
             "/api/agents",
@@ -54,6 +68,8 @@ fn api(state: AppState) -> Router {
         .route("/api/tasks/{id}", get(routes::tasks::show))
         .route("/api/tasks/{id}/stop", post(routes::tasks::stop))
         .route("/api/tasks/{id}/answer", post(routes::tasks::answer))
+        .route("/api/tasks/{id}/approve", post(routes::tasks::approve))
+        .route("/api/tasks/{id}/deny", post(routes::tasks::deny))
         .route(
             "/api/tasks/{id}/continue",
             post(routes::tasks::continue_task),
@@ -80,6 +96,19 @@ fn api(state: AppState) -> Router {
             post(routes::schedules::resume),
         )
         .route("/api/nodes", get(routes::nodes::list))
+        .route("/api/mcp", get(routes::mcp::list))
+        .route("/api/mcp/{name}/test", post(routes::mcp::test))
+        .route("/api/doctor", get(routes::doctor::get))
+        .route("/api/box", get(routes::sandbox::status))
+        .route("/api/box/start", post(routes::sandbox::start))
+        .route("/api/box/stop", post(routes::sandbox::stop))
+        .route("/api/box/screenshot", get(routes::sandbox::screenshot))
+        .route("/api/box/takeover", post(routes::sandbox::takeover))
+        .route("/api/box/handback", post(routes::sandbox::handback))
+        .route("/novnc", get(routes::sandbox::novnc_root))
+        .route("/novnc/", get(routes::sandbox::novnc_root))
+        .route("/novnc/websockify", get(routes::sandbox::websockify))
+        .route("/novnc/{*path}", get(routes::sandbox::novnc))
         .route("/api/events", get(routes::events::all))
         .route("/api/events/page", get(routes::events::page))
         .fallback(not_found)
@@ -94,15 +123,19 @@ pub fn socket_router(state: AppState) -> Router {
         .route("/api/daemon/stop", post(routes::daemon::stop))
         .route("/api/daemon/token", post(routes::daemon::token))
         .with_state(state.clone());
-    local.merge(api(state))
+    local
+        .merge(api(state))
+        .layer(axum::middleware::from_fn(peers::refuse_agents))
 }
 
 /// The router for the TCP listener.
 pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
-    api(state).layer(axum::middleware::from_fn_with_state(
-        Arc::new(guard),
-        guard::check,
-    ))
+    api(state)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        ))
+        .layer(axum::middleware::from_fn(peers::refuse_agents))
 }
 
 async fn not_found() -> ApiError {

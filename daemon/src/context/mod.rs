@@ -52,8 +52,9 @@ pub struct Parts<'a> {
     pub fixed: u64,
     pub messages: &'a [Message],
     pub meta: &'a [Meta],
-    /// Tokens of each message (same indices).
+    /// Tokens of each message (same indices), and of its stubbed form ([`stub_tokens`]).
     pub tokens: &'a [u64],
+    pub stub_tokens: &'a [u64],
     /// The task's latest summary: the seq it covers up to, and its text.
     pub summary: Option<(i64, &'a str)>,
     /// The model's context window.
@@ -131,22 +132,10 @@ pub fn build(counter: &Counter, parts: &Parts<'_>) -> Result<Built, TooBig> {
             .map(|i| parts.tokens[i])
             .sum()
     };
-    let stubs: Vec<Vec<Option<Message>>> = rounds
-        .iter()
-        .map(|r| {
-            (r.start..r.end)
-                .map(|i| stub(&parts.messages[i], parts.meta[i]))
-                .collect()
-        })
-        .collect();
-    let stub_cost = |k: usize| -> u64 {
-        let r = rounds[k];
+    let stub_cost = |r: &Round| -> u64 {
         (r.start..r.end)
             .filter(|&i| !kept(i))
-            .map(|i| match &stubs[k][i - r.start] {
-                Some(short) => counter.message(short),
-                None => parts.tokens[i],
-            })
+            .map(|i| parts.stub_tokens[i])
             .sum()
     };
     // Newest first: whole rounds, then stubbed ones, in what `room` leaves.
@@ -163,7 +152,7 @@ pub fn build(counter: &Counter, parts: &Parts<'_>) -> Result<Built, TooBig> {
         }
         let mut stub_from = whole_from;
         while stub_from > 0 {
-            let cost = stub_cost(stub_from - 1);
+            let cost = stub_cost(&rounds[stub_from - 1]);
             if cost > left {
                 break;
             }
@@ -180,26 +169,26 @@ pub fn build(counter: &Counter, parts: &Parts<'_>) -> Result<Built, TooBig> {
         return Err(too_big(0));
     }
     let mut room = available - must;
-    let (mut whole_from, mut stub_from, mut used) = fit(room);
-    let mut header: Option<Message> = None;
-    if stub_from > 0 {
-        // Rounds are left out: say so (with the summary where there is one), in the room
-        // that takes.
-        let last_dropped = parts.meta[rounds[stub_from - 1].end - 1].seq;
-        let text = omitted(parts.summary, stub_from, last_dropped);
-        let cost = counter.message(&Message::User { text: text.clone() });
-        room = room.saturating_sub(cost);
-        (whole_from, stub_from, used) = fit(room);
-        let last_dropped = (stub_from > 0).then(|| parts.meta[rounds[stub_from - 1].end - 1].seq);
-        if let Some(last) = last_dropped {
-            header = Some(Message::User {
-                text: omitted(parts.summary, stub_from, last),
-            });
-        }
-        used += cost;
+    let everything: u64 = rounds.iter().map(whole_cost).sum();
+    let mut header_cost = 0;
+    if everything > room {
+        // Something is shrunk or left out: keep room for the note that says so (its longest
+        // form: every round, the newest seq).
+        let last_seq = parts.meta.last().map_or(0, |m| m.seq);
+        let text = omitted(parts.summary, rounds.len(), last_seq);
+        header_cost = counter.message(&Message::User { text });
+        room = room.saturating_sub(header_cost);
     }
-    if !rounds.is_empty() && stub_from == rounds.len() {
-        return Err(too_big(stub_cost(rounds.len() - 1)));
+    let (whole_from, stub_from, mut used) = fit(room);
+    let header = (stub_from > 0).then(|| {
+        used += header_cost;
+        let last = parts.meta[rounds[stub_from - 1].end - 1].seq;
+        Message::User {
+            text: omitted(parts.summary, stub_from, last),
+        }
+    });
+    if let Some(newest) = rounds.last().filter(|_| stub_from == rounds.len()) {
+        return Err(too_big(stub_cost(newest)));
     }
 
     let mut messages = Vec::with_capacity(n.min(4096));
@@ -215,12 +204,12 @@ pub fn build(counter: &Counter, parts: &Parts<'_>) -> Result<Built, TooBig> {
             }
         }
     }
-    for (k, round) in rounds.iter().enumerate().take(whole_from).skip(stub_from) {
+    for round in &rounds[stub_from..whole_from] {
         for i in round.start..round.end {
             let short = if kept(i) {
                 None
             } else {
-                stubs[k][i - round.start].clone()
+                stub(&parts.messages[i], parts.meta[i])
             };
             messages.push(short.unwrap_or_else(|| parts.messages[i].clone()));
         }
@@ -262,6 +251,12 @@ fn omitted(summary: Option<(i64, &str)>, rounds: usize, last_seq: i64) -> String
              out to fit the context window; read_conversation shows them."
         ),
     }
+}
+
+/// Tokens of a message in a stubbed round (its own when it has no stub): counted once per
+/// message by the caller and passed in [`Parts::stub_tokens`].
+pub fn stub_tokens(counter: &Counter, message: &Message, meta: Meta, tokens: u64) -> u64 {
+    stub(message, meta).map_or(tokens, |short| counter.message(&short))
 }
 
 /// The short form of a message in a stubbed round; `None` keeps it as it is.

@@ -58,6 +58,12 @@ fn built(
     context: u64,
 ) -> Result<Built, TooBig> {
     let tokens: Vec<u64> = messages.iter().map(|m| counter.message(m)).collect();
+    let stubs: Vec<u64> = messages
+        .iter()
+        .zip(meta)
+        .zip(&tokens)
+        .map(|((m, meta), t)| stub_tokens(counter, m, *meta, *t))
+        .collect();
     build(
         counter,
         &Parts {
@@ -65,6 +71,7 @@ fn built(
             messages,
             meta,
             tokens: &tokens,
+            stub_tokens: &stubs,
             summary,
             context,
         },
@@ -85,7 +92,7 @@ fn assert_wire_valid(messages: &[Message]) {
                 assert!(at.is_some(), "a result for no open call: {call_id}");
                 open.remove(at.unwrap());
             }
-            Message::User { .. } => {}
+            Message::User { .. } | Message::Image { .. } => {}
         }
     }
 }

@@ -80,6 +80,8 @@ impl Counter {
                             .sum::<u64>()
                 }
                 Message::ToolResult { name, content, .. } => self.text(name) + self.text(content),
+                // Only the latest few images are sent: `Window::fit` reserves their tokens.
+                Message::Image { .. } => 0,
             }
     }
 

@@ -98,6 +98,35 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
     let mut merged: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in conversation {
         let (role, blocks) = match message {
+            // An image block inside the result it goes with.
+            Message::Image {
+                call_id,
+                media_type,
+                data: Some(data),
+                ..
+            } => {
+                let result = merged.last_mut().and_then(|(_, blocks)| {
+                    blocks
+                        .iter_mut()
+                        .rev()
+                        .find(|b| b["tool_use_id"] == *call_id)
+                });
+                if let Some(result) = result {
+                    let text = result["content"].take();
+                    let mut content = match text {
+                        Value::String(text) => vec![json!({"type": "text", "text": text})],
+                        Value::Array(blocks) => blocks,
+                        _ => Vec::new(),
+                    };
+                    content.push(json!({
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": media_type, "data": data},
+                    }));
+                    result["content"] = Value::Array(content);
+                }
+                continue;
+            }
+            Message::Image { .. } => continue,
             Message::User { text } => ("user", text_block(text).into_iter().collect()),
             Message::Assistant { text, tool_calls } => {
                 let mut blocks: Vec<Value> = text_block(text).into_iter().collect();

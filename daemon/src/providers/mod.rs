@@ -11,6 +11,7 @@
 
 pub mod anthropic;
 mod assemble;
+pub mod images;
 pub mod openai;
 mod retry;
 mod sse;
@@ -120,6 +121,16 @@ pub enum Message {
         name: String,
         content: String,
         is_error: bool,
+    },
+    /// An image (a screenshot) that goes with the result of `call_id`, right after it.
+    /// `data` (base64) is filled by [`images::attach`] for the latest few; without it the
+    /// image is left out of the request.
+    Image {
+        call_id: String,
+        media_type: String,
+        /// The file, relative to the task's workspace.
+        path: String,
+        data: Option<String>,
     },
 }
 

@@ -50,7 +50,27 @@ fn request_body(model: &str, request: &ModelRequest) -> Value {
     if !request.system.is_empty() {
         messages.push(json!({ "role": "system", "content": request.system }));
     }
+    // Tool messages carry text only: their images follow the run of results, in one user
+    // message (a user message between two results would break the sequence).
+    let mut images: Vec<Value> = Vec::new();
     for message in &request.messages {
+        if let Message::Image {
+            call_id,
+            media_type,
+            data,
+            ..
+        } = message
+        {
+            if let Some(data) = data {
+                images.push(json!({"type": "text", "text": format!("[image from {call_id}]")}));
+                images.push(json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}}));
+            }
+            continue;
+        }
+        if !images.is_empty() && !matches!(message, Message::ToolResult { .. }) {
+            let content = std::mem::take(&mut images);
+            messages.push(json!({ "role": "user", "content": content }));
+        }
         messages.push(match message {
             Message::User { text } => json!({ "role": "user", "content": text }),
             Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
@@ -72,7 +92,11 @@ fn request_body(model: &str, request: &ModelRequest) -> Value {
             Message::ToolResult {
                 call_id, content, ..
             } => json!({ "role": "tool", "tool_call_id": call_id, "content": content }),
+            Message::Image { .. } => continue,
         });
+    }
+    if !images.is_empty() {
+        messages.push(json!({ "role": "user", "content": images }));
     }
     // `include_usage`: the last chunk carries the request's token counts.
     let mut body = json!({

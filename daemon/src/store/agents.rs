@@ -5,6 +5,7 @@ use std::path::Path;
 use lazyboy_protocol::{Agent, AgentState, EventBody, TaskState};
 
 use super::StoreError;
+use super::boundaries::{Boundaries, BoundaryChange};
 use super::events::{LiveEvent, Target};
 
 /// A live (not deleted) agent with its chat thread.
@@ -31,9 +32,19 @@ pub struct AgentRow {
     pub cost_microusd: Option<i64>,
     /// The node its tasks are pinned to (`None`: any node).
     pub node: Option<String>,
+    /// The JSON list of MCP server names its tasks get.
+    pub mcp: String,
+    /// What it may do without asking, and where its commands may write.
+    #[sqlx(flatten)]
+    pub boundaries: Boundaries,
 }
 
 impl AgentRow {
+    /// The MCP servers its tasks get.
+    pub fn mcp_servers(&self) -> Vec<String> {
+        serde_json::from_str(&self.mcp).unwrap_or_default()
+    }
+
     /// The directory the agent's tasks work in: its own, else `<workspaces>/<name>`.
     pub fn workspace_in(&self, workspaces: &Path) -> std::path::PathBuf {
         match &self.workspace {
@@ -70,10 +81,14 @@ impl AgentRow {
                 self.cost_microusd,
             ),
             node: self.node.clone(),
+            mcp: self.mcp_servers(),
+            approve: self.boundaries.approve(),
+            allow: self.boundaries.allow(),
+            sandbox: self.boundaries.sandbox(&self.name),
         }
     }
 
-    /// A new agent as `create_agent` inserted it.
+    /// A new agent as `create_agent_with` inserted it (before its boundaries are set).
     pub(super) fn new(
         id: i64,
         name: &str,
@@ -101,11 +116,58 @@ impl AgentRow {
             usage_estimated: false,
             cost_microusd: None,
             node: None,
+            mcp: "[]".to_owned(),
+            boundaries: Boundaries::default(),
+        }
+    }
+
+    /// Applies an update's `Some` values (an empty model or workspace goes back to the
+    /// default), as both backends' `update_agent_with` do before writing the row.
+    pub(super) fn change(
+        &mut self,
+        instructions: Option<&str>,
+        model: Option<&str>,
+        workspace: Option<&str>,
+        mcp: Option<&[String]>,
+        boundaries: &BoundaryChange,
+    ) {
+        let cleared = |value: &str| (!value.is_empty()).then(|| value.to_owned());
+        if let Some(instructions) = instructions {
+            self.instructions = instructions.to_owned();
+        }
+        if let Some(model) = model {
+            self.model = cleared(model);
+        }
+        if let Some(workspace) = workspace {
+            self.workspace = cleared(workspace);
+        }
+        if let Some(mcp) = mcp {
+            self.mcp = serde_json::to_string(mcp).unwrap_or_else(|_| "[]".to_owned());
+        }
+        self.boundaries = self.boundaries.clone().with(boundaries);
+    }
+
+    /// The `agent_updated` event of the row as it is now.
+    pub(super) fn updated(&self) -> EventBody {
+        EventBody::AgentUpdated {
+            instructions: self.instructions.clone(),
+            model: self.model.clone(),
+            workspace: self.workspace.clone(),
+            mcp: self.mcp_servers(),
+        }
+    }
+
+    pub(super) fn target(&self) -> Target<'_> {
+        Target {
+            agent_id: self.id,
+            agent: &self.name,
+            thread: &self.thread,
+            task: None,
         }
     }
 }
 
-super::facade! {
+impl super::Store {
     /// Creates an agent and its chat thread, and logs `agent_created`.
     pub async fn create_agent(
         &self,
@@ -113,6 +175,37 @@ super::facade! {
         instructions: &str,
         model: Option<&str>,
         workspace: Option<&str>,
+    ) -> Result<AgentRow, StoreError> {
+        let boundaries = BoundaryChange::default();
+        self.create_agent_with(name, instructions, model, workspace, &boundaries)
+            .await
+    }
+
+    /// Changes an agent's instructions, model, workspace or MCP servers (the `Some` ones; an
+    /// empty model or workspace goes back to the default) and logs `agent_updated`.
+    pub async fn update_agent(
+        &self,
+        name: &str,
+        instructions: Option<&str>,
+        model: Option<&str>,
+        workspace: Option<&str>,
+        mcp: Option<&[String]>,
+    ) -> Result<AgentRow, StoreError> {
+        let boundaries = BoundaryChange::default();
+        self.update_agent_with(name, instructions, model, workspace, mcp, &boundaries)
+            .await
+    }
+}
+
+super::facade! {
+    /// [`Store::create_agent`] with its boundaries set in the same transaction.
+    pub async fn create_agent_with(
+        &self,
+        name: &str,
+        instructions: &str,
+        model: Option<&str>,
+        workspace: Option<&str>,
+        boundaries: &BoundaryChange,
     ) -> Result<AgentRow, StoreError>;
 
     /// Every live agent, by name.
@@ -121,15 +214,19 @@ super::facade! {
     /// The live agent called `name`.
     pub async fn agent(&self, name: &str) -> Result<AgentRow, StoreError>;
 
-    /// Changes an agent's instructions, model or workspace (the `Some` ones; an empty model
-    /// or workspace goes back to the default) and logs `agent_updated`.
-    pub async fn update_agent(
+    /// [`Store::update_agent`], changing its boundaries too in the same transaction.
+    pub async fn update_agent_with(
         &self,
         name: &str,
         instructions: Option<&str>,
         model: Option<&str>,
         workspace: Option<&str>,
+        mcp: Option<&[String]>,
+        boundaries: &BoundaryChange,
     ) -> Result<AgentRow, StoreError>;
+
+    /// The boundaries of agent `agent_id` (also a deleted one: its last tasks still end).
+    pub async fn agent_boundaries(&self, agent_id: i64) -> Result<Boundaries, StoreError>;
 
     /// Pins the agent's tasks to `node` (`None`: any node) and logs `agent_pinned`.
     pub async fn pin_agent(&self, name: &str, node: Option<&str>) -> Result<AgentRow, StoreError>;
@@ -143,15 +240,4 @@ super::facade! {
         name: &str,
         body: &EventBody,
     ) -> Result<(String, LiveEvent), StoreError>;
-}
-
-impl AgentRow {
-    pub(super) fn target(&self) -> Target<'_> {
-        Target {
-            agent_id: self.id,
-            agent: &self.name,
-            thread: &self.thread,
-            task: None,
-        }
-    }
 }

@@ -12,7 +12,7 @@ use lazyboy_protocol::EventBody;
 
 use super::{Store, StoreError};
 
-/// The kinds that make up the conversation, as the partial index `events_conversation` and
+/// The kinds that make up the conversation, as the partial index `events_dialogue` and
 /// the full-text index name them (queries repeat the list so the planner uses the index).
 pub(super) const KINDS: &str = "('user_message', 'agent_message', 'task_created', \
     'task_finished', 'summary', 'conversation_cleared')";
@@ -105,7 +105,7 @@ super::facade! {
 impl Store {
     /// The agent's conversation in the current generation before `before_seq`, newest last,
     /// at most `limit` lines; subagents' tasks are not part of it.
-    pub async fn conversation(
+    pub async fn conversation_lines(
         &self,
         agent_id: i64,
         before_seq: i64,

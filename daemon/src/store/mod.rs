@@ -17,12 +17,15 @@
 //!   its owner node renews its lease or changes its state (see `claims.rs`).
 
 mod agents;
+mod boundaries;
+mod box_log;
 mod claims;
 pub mod conversation;
 mod events;
 mod memories;
 mod nodes;
 mod postgres;
+mod projections;
 mod schedules;
 mod sqlite;
 mod tasks;
@@ -30,6 +33,7 @@ mod tasks;
 mod tests;
 
 pub use agents::AgentRow;
+pub use boundaries::{Boundaries, BoundaryChange};
 pub use claims::{Renewal, TaskGuard};
 pub use events::{EventFilter, LiveEvent, Topic};
 pub use nodes::NodeRow;

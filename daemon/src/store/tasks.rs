@@ -45,6 +45,8 @@ pub struct TaskRow {
     pub cost_microusd: Option<i64>,
     /// The node that claimed it (where it runs, or last ran).
     pub owner: Option<String>,
+    /// The agent's MCP servers (a JSON list of names), as they are now.
+    pub mcp: String,
 }
 
 impl TaskRow {
@@ -57,6 +59,11 @@ impl TaskRow {
             self.usage_estimated,
             self.cost_microusd,
         )
+    }
+
+    /// The MCP servers whose tools the task gets (its agent's).
+    pub fn mcp_servers(&self) -> Vec<String> {
+        serde_json::from_str(&self.mcp).unwrap_or_default()
     }
 
     /// The tools a subagent was limited to, if any.
@@ -79,7 +86,8 @@ impl TaskRow {
         }
     }
 
-    /// A new queued task of the agent (id, thread and times are made when it is inserted).
+    /// A new queued task of the agent (id, thread and times are made when it is inserted;
+    /// its MCP servers are set by the caller).
     pub(super) fn queued(
         agent_id: i64,
         agent: &str,
@@ -112,6 +120,7 @@ impl TaskRow {
             usage_estimated: false,
             cost_microusd: None,
             owner: None,
+            mcp: "[]".to_owned(),
         }
     }
 
@@ -120,6 +129,7 @@ impl TaskRow {
         TaskRow {
             parent_id: Some(self.id.clone()),
             tools: tools.map(|t| serde_json::Value::from(t.to_vec()).to_string()),
+            mcp: self.mcp.clone(),
             ..TaskRow::queued(
                 self.agent_id,
                 &self.agent,
@@ -183,7 +193,7 @@ pub(super) const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, 
     a.model, t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
     t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, t.tools, \
     t.heartbeat_at_ms, t.lease_expires_at_ms, t.input_tokens, t.cached_tokens, \
-    t.output_tokens, t.usage_estimated, t.cost_microusd, t.owner \
+    t.output_tokens, t.usage_estimated, t.cost_microusd, t.owner, a.mcp \
     FROM tasks t JOIN agents a ON a.id = t.agent_id";
 
 /// A verdict as its column holds it.
@@ -200,9 +210,9 @@ pub(crate) struct Transition<'a> {
     /// When it ends: its verdict and final message.
     pub verdict: Option<Verdict>,
     pub message: Option<&'a str>,
-    /// Appended just before the state's event, in the same transaction (an answer, a
-    /// message that continues the task).
-    pub before: Option<&'a EventBody>,
+    /// Appended in order just before the state's event, in the same transaction (an answer,
+    /// a message that continues the task, an approval's decision).
+    pub before: &'a [EventBody],
     /// The state's event (`task_state`, `task_finished`).
     pub body: &'a EventBody,
 }
@@ -213,7 +223,7 @@ impl<'a> Transition<'a> {
             state,
             verdict: None,
             message: None,
-            before: None,
+            before: &[],
             body,
         }
     }
@@ -377,11 +387,23 @@ impl Store {
         from: TaskState,
         before: &EventBody,
     ) -> Result<LiveEvent, StoreError> {
+        self.requeue_with(task, from, std::slice::from_ref(before))
+            .await
+    }
+
+    /// [`Store::requeue`] appending each of `before` (at least one), in order; returns the
+    /// first one's event.
+    pub async fn requeue_with(
+        &self,
+        task: &TaskRow,
+        from: TaskState,
+        before: &[EventBody],
+    ) -> Result<LiveEvent, StoreError> {
         let body = EventBody::TaskState {
             state: TaskState::Queued,
         };
         let change = Transition {
-            before: Some(before),
+            before,
             ..Transition::to(TaskState::Queued, &body)
         };
         self.update_task(task, TaskGuard::From(from), &change)

@@ -140,6 +140,8 @@ pub enum WaitEnd {
 pub struct Command {
     info: CommandInfo,
     task_id: String,
+    /// Where it runs: a kill reaches what it left there too.
+    machine: Arc<dyn Machine>,
     group: Pid,
     started: Instant,
     state: Mutex<State>,
@@ -169,7 +171,7 @@ impl CommandRegistry {
 
     /// Starts a command; it runs until it exits, times out or is killed.
     pub async fn start(&self, spec: StartSpec) -> Result<Arc<Command>, StartError> {
-        if !spec.workdir.is_dir() {
+        if !spec.machine.is_dir(&spec.workdir) {
             return Err(StartError::Workdir(spec.workdir));
         }
         let dir = spill::output_dir(&spec.workspace);
@@ -224,6 +226,7 @@ impl CommandRegistry {
                 log_path,
             },
             task_id: spec.task_id,
+            machine: spec.machine.clone(),
             group: Pid::from_raw(pid),
             started: Instant::now(),
             state: Mutex::new(State::default()),
@@ -285,6 +288,11 @@ impl Command {
 
     pub fn task_id(&self) -> &str {
         &self.task_id
+    }
+
+    /// The machine it runs on (`host` or `box`).
+    pub fn machine(&self) -> &'static str {
+        self.machine.name()
     }
 
     pub fn info(&self) -> &CommandInfo {
@@ -394,6 +402,7 @@ impl Command {
         if state.exit.is_none() && state.killed.is_none() {
             state.killed = Some(reason);
         }
+        self.machine.kill(&self.info.id);
         match killpg(self.group, Signal::SIGKILL) {
             Ok(()) => true,
             Err(nix::errno::Errno::ESRCH) => false,
@@ -573,6 +582,8 @@ async fn supervise(
         }
     };
     cmd.state().reaped = true;
+    // Tokio waited for it: a later process with this pid is the reaper's to wait for.
+    crate::confine::reaper::forget(cmd.info.pgid);
     let _ = tokio::time::timeout(DRAIN_GRACE, pump).await;
     *cmd.stdin.lock().await = None;
     let (code, signal) = match &status {

@@ -5,18 +5,27 @@
 //! removed from their environment); the box implements the same trait over Docker. The
 //! [`CommandRegistry`](super::CommandRegistry) owns the process either way: it gets a
 //! spawned child with piped stdio leading its own process group.
+//!
+//! A confined `Host` (the agent's sandbox is not `off`, see [`crate::confine`]) runs each
+//! command through the sandbox helper (`lazyboyd --sandbox-exec …`, Landlock) on Linux and
+//! `sandbox-exec` (Seatbelt) on macOS; when the kernel cannot confine, it refuses to start
+//! the command rather than run it unconfined. Every spawn is recorded with the reaper, so the
+//! daemon, as subreaper, reaps only the orphans it adopts.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use tokio::process::Child;
 
 use super::commands::MARKER;
+use crate::confine::{self, Confinement};
 
 /// Where commands run and files live.
-pub trait Machine: Send + Sync {
+pub trait Machine: Send + Sync + std::fmt::Debug {
     /// `host` or `box`: results and descriptions name it, so the model knows where it acted.
     fn name(&self) -> &'static str;
     /// Starts `script` under a shell in `workdir`, stdin/stdout/stderr piped, as the leader
@@ -27,11 +36,29 @@ pub trait Machine: Send + Sync {
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>>;
     /// Writes a whole file (created or replaced).
     fn write<'a>(&'a self, path: &'a Path, bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
+    /// Whether `path` is a directory to run in (checked before a command starts).
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+    /// Kills what command `marker` left on this machine beyond its process group here (the
+    /// box: the processes inside the container, which outlive the `docker exec` client).
+    fn kill(&self, _marker: &str) {}
 }
 
-/// The person's computer.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Host;
+/// The person's computer: commands run as the person, confined when `confinement` says so.
+#[derive(Debug, Default, Clone)]
+pub struct Host {
+    confinement: Option<Arc<Confinement>>,
+}
+
+impl Host {
+    /// Commands run in `confinement` (unconfined when its sandbox is `off`).
+    pub fn confined(confinement: Confinement) -> Host {
+        Host {
+            confinement: (!confinement.is_off()).then(|| Arc::new(confinement)),
+        }
+    }
+}
 
 impl Machine for Host {
     fn name(&self) -> &'static str {
@@ -39,12 +66,29 @@ impl Machine for Host {
     }
 
     fn spawn(&self, script: &str, workdir: &Path, marker: &str) -> io::Result<Child> {
-        match host_shell("bash", script, workdir, marker) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                host_shell("sh", script, workdir, marker)
-            }
-            other => other,
+        // The person's umask, not the daemon's private 077.
+        let script = format!("umask {:03o}\n{script}", super::user_umask());
+        let Some(confinement) = &self.confinement else {
+            return match host_shell("bash".into(), shell_args(&script), workdir, marker) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    host_shell("sh".into(), shell_args(&script), workdir, marker)
+                }
+                other => other,
+            };
+        };
+        if let Err(why) = confine::status() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "this agent's sandbox ({}) cannot be enforced here: {why}. Nothing ran. \
+                     The person can run its commands unconfined with `lazyboy team edit \
+                     <agent> --sandbox off`.",
+                    confinement.sandbox.as_str()
+                ),
+            ));
         }
+        let (program, args) = confined_command(confinement, &script);
+        host_shell(program, args, workdir, marker)
     }
 
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>> {
@@ -56,25 +100,51 @@ impl Machine for Host {
     }
 }
 
-fn host_shell(shell: &str, script: &str, workdir: &Path, marker: &str) -> io::Result<Child> {
-    let mut command = tokio::process::Command::new(shell);
+fn shell_args(script: &str) -> Vec<OsString> {
+    vec!["-c".into(), script.into()]
+}
+
+/// The sandbox helper running `bash -c script` (Linux).
+#[cfg(not(target_os = "macos"))]
+fn confined_command(confinement: &Confinement, script: &str) -> (OsString, Vec<OsString>) {
+    (
+        confine::helper().into_os_string(),
+        confinement.helper_args("bash", script),
+    )
+}
+
+/// `sandbox-exec -p PROFILE bash -c script` (macOS).
+#[cfg(target_os = "macos")]
+fn confined_command(confinement: &Confinement, script: &str) -> (OsString, Vec<OsString>) {
+    let profile = confine::seatbelt::profile(confinement).unwrap_or_default();
+    let (program, args) = confine::seatbelt::command(&profile, "bash", script);
+    (
+        program.into(),
+        args.into_iter().map(OsString::from).collect(),
+    )
+}
+
+fn host_shell(
+    program: OsString,
+    args: Vec<OsString>,
+    workdir: &Path,
+    marker: &str,
+) -> io::Result<Child> {
+    let mut command = tokio::process::Command::new(program);
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(super::is_secret_env) {
             command.env_remove(name);
         }
     }
     // Marks the command's processes, so a later daemon can tell them from whatever reuses
-    // the pid (see `stop_orphan`).
+    // the pid (see `stop_orphan`), and the API can tell them from the person's.
     command.env(MARKER, marker);
-    // The person's umask, not the daemon's private 077.
-    let script = format!("umask {:03o}\n{script}", super::user_umask());
     command
-        .arg("-c")
-        .arg(script)
+        .args(args)
         .current_dir(workdir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    confine::reaper::spawn_tracked(|| command.spawn())
 }

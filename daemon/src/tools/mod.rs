@@ -19,6 +19,7 @@
 pub mod commands;
 pub mod exec;
 pub mod handlers;
+pub mod preview;
 pub mod spill;
 pub mod task;
 pub mod workspace;
@@ -29,7 +30,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 pub use lazyboy_protocol::Effect;
-use lazyboy_protocol::{EventBody, Verdict};
+use lazyboy_protocol::{Approval, EventBody, Verdict};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +57,16 @@ pub fn user_umask() -> u32 {
     USER_UMASK.get().copied().unwrap_or(0o022)
 }
 
+/// Secret variable names added at run time (web search keys, MCP tokens).
+static MORE_SECRET_ENV: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Adds secret variable names (the `[web_search]` key, MCP servers' tokens).
+pub fn add_secret_env(names: Vec<String>) {
+    if let Ok(mut more) = MORE_SECRET_ENV.write() {
+        more.extend(names);
+    }
+}
+
 /// Records extra secret variable names (the config's `api_key_env` entries).
 pub fn set_secret_env(names: Vec<String>) {
     let _ = SECRET_ENV.set(names);
@@ -68,6 +79,9 @@ pub fn is_secret_env(name: &str) -> bool {
         || SECRET_ENV
             .get()
             .is_some_and(|names| names.iter().any(|n| n == name))
+        || MORE_SECRET_ENV
+            .read()
+            .is_ok_and(|names| names.iter().any(|n| n == name))
 }
 
 /// What a tool needs from the task that called it.
@@ -196,6 +210,18 @@ pub trait ToolHandler: Send + Sync {
     }
     /// Runs the tool. `args` is already parsed JSON (the loop answers invalid JSON itself).
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome>;
+    /// What the person is shown when the agent's policy makes this call wait for approval:
+    /// exactly what will run or change. `None`: nothing to approve (a wait starts nothing, or
+    /// the call would fail before acting), so it runs without asking. Called before
+    /// [`ToolHandler::handle`], with nothing done yet.
+    fn preview<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Option<Approval>> {
+        let approval = preview::generic(self.name(), self.effect(args), args);
+        Box::pin(async move { Some(approval) })
+    }
 }
 
 /// Runs `tool` and flattens a [`ToolError::Respond`] into the result it carries.
@@ -302,5 +328,6 @@ pub fn question(
         question,
         options,
         takeover,
+        approval: None,
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::{CapturedRequest, MockCall, SeenMessage};
+use super::{CapturedRequest, MockCall, SeenImage, SeenMessage};
 
 /// Text of an OpenAI `content` (string, parts array or null) or an Anthropic block list.
 fn text_of(content: &Value) -> String {
@@ -25,6 +25,28 @@ pub(super) fn normalize_openai(request: &mut CapturedRequest) -> Vec<String> {
         .unwrap_or_default();
     for message in &messages {
         let content = text_of(&message["content"]);
+        if let Some(parts) = message["content"].as_array() {
+            let mut named = None;
+            for part in parts {
+                if let Some(text) = part["text"].as_str() {
+                    named = text
+                        .strip_prefix("[image from ")
+                        .and_then(|t| t.strip_suffix(']'))
+                        .map(str::to_owned);
+                }
+                let url = part["image_url"]["url"].as_str().unwrap_or("");
+                if let Some((media, data)) = url
+                    .strip_prefix("data:")
+                    .and_then(|u| u.split_once(";base64,"))
+                {
+                    request.images.push(SeenImage {
+                        call_id: named.take(),
+                        media_type: media.to_owned(),
+                        base64: data.to_owned(),
+                    });
+                }
+            }
+        }
         match message["role"].as_str().unwrap_or("") {
             "system" | "developer" => request.system.push_str(&content),
             "user" => request.messages.push(SeenMessage::User { text: content }),
@@ -133,6 +155,23 @@ pub(super) fn normalize_anthropic(request: &mut CapturedRequest) -> Vec<String> 
                         content: text_of(&block["content"]),
                         is_error: block["is_error"] == true,
                     });
+                    for inner in block["content"].as_array().into_iter().flatten() {
+                        if inner["type"] == "image" {
+                            request.images.push(SeenImage {
+                                call_id: block["tool_use_id"].as_str().map(str::to_owned),
+                                media_type: inner["source"]["media_type"]
+                                    .as_str()
+                                    .unwrap_or("")
+                                    .to_owned(),
+                                base64: inner["source"]["data"].as_str().unwrap_or("").to_owned(),
+                            });
+                        } else if inner["type"] != "text" {
+                            found.push(format!(
+                                "message {i}: unexpected {} block in a tool_result",
+                                inner["type"]
+                            ));
+                        }
+                    }
                 }
                 ("assistant", "text") => {
                     assistant_text.push_str(block["text"].as_str().unwrap_or(""))

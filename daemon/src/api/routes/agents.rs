@@ -7,13 +7,14 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use lazyboy_protocol::{
-    Agent, AgentList, CreateAgent, EventBody, MessageAccepted, MessageAction, UpdateAgent,
-    valid_agent_name,
+    Agent, AgentList, CreateAgent, Effect, EventBody, MessageAccepted, MessageAction, Sandbox,
+    UpdateAgent, approvable, valid_agent_name,
 };
 
 use crate::agent::RemoveError;
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::store::BoundaryChange;
 
 pub async fn create(
     State(state): State<AppState>,
@@ -33,15 +34,26 @@ pub async fn create(
     if let Some(node) = node {
         check_node(node)?;
     }
+    if let Some(servers) = &request.mcp {
+        check_mcp(&state, servers)?;
+    }
+    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
     let mut row = state
         .store
-        .create_agent(
+        .create_agent_with(
             &request.name,
             request.instructions.as_deref().unwrap_or(""),
             request.model.as_deref().filter(|m| !m.is_empty()),
             request.workspace.as_deref(),
+            &boundaries,
         )
         .await?;
+    if let Some(servers) = request.mcp.as_deref().filter(|s| !s.is_empty()) {
+        row = state
+            .store
+            .update_agent(&request.name, None, None, None, Some(servers))
+            .await?;
+    }
     if node.is_some() {
         row = state.store.pin_agent(&request.name, node).await?;
     }
@@ -81,20 +93,33 @@ pub async fn update(
     if let Some(node) = request.node.as_deref().filter(|n| !n.is_empty()) {
         check_node(node)?;
     }
-    let changes =
-        request.instructions.is_some() || request.model.is_some() || request.workspace.is_some();
-    let mut row = if changes || request.node.is_none() {
+    if let Some(servers) = &request.mcp {
+        check_mcp(&state, servers)?;
+    }
+    // A request that only pins or unpins logs `agent_pinned` alone.
+    let only_pin = request.node.is_some()
+        && request.instructions.is_none()
+        && request.model.is_none()
+        && request.workspace.is_none()
+        && request.mcp.is_none()
+        && request.approve.is_none()
+        && request.allow.is_none()
+        && request.sandbox.is_none();
+    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
+    let mut row = if only_pin {
+        state.store.agent(&name).await?
+    } else {
         state
             .store
-            .update_agent(
+            .update_agent_with(
                 &name,
                 request.instructions.as_deref(),
                 request.model.as_deref(),
                 request.workspace.as_deref(),
+                request.mcp.as_deref(),
+                &boundaries,
             )
             .await?
-    } else {
-        state.store.agent(&name).await?
     };
     if let Some(node) = request.node.as_deref() {
         row = state.store.pin_agent(&name, Some(node)).await?;
@@ -160,6 +185,57 @@ fn check_node(node: &str) -> Result<(), ApiError> {
             "invalid node name {node:?}: use 1 to 64 letters, digits, '.', '_' or '-'"
         )))
     }
+}
+
+/// Every name must be a configured `[mcp.servers.NAME]`.
+fn check_mcp(state: &AppState, servers: &[String]) -> Result<(), ApiError> {
+    match servers.iter().find(|s| state.runtime.mcp.get(s).is_none()) {
+        None => Ok(()),
+        Some(unknown) => Err(ApiError::bad_request(format!(
+            "no MCP server {unknown:?} is configured: add [mcp.servers.{unknown}] to \
+             config.toml (configured: {})",
+            match state.runtime.mcp.names() {
+                names if names.is_empty() => "none".to_owned(),
+                names => names.join(", "),
+            }
+        ))),
+    }
+}
+
+/// The boundaries a request sets: only effects that change something can need approval,
+/// and allow rules are trimmed, empty ones dropped.
+fn boundaries(
+    approve: Option<Vec<Effect>>,
+    allow: Option<Vec<String>>,
+    sandbox: Option<Sandbox>,
+) -> Result<BoundaryChange, ApiError> {
+    if let Some(effect) = approve.iter().flatten().find(|e| !approvable(**e)) {
+        return Err(ApiError::bad_request(format!(
+            "{} calls cannot wait for approval: name command, workspace_write, network or box",
+            effect.as_str()
+        )));
+    }
+    let approve = approve.map(|effects| {
+        let mut unique: Vec<Effect> = Vec::new();
+        for effect in effects {
+            if !unique.contains(&effect) {
+                unique.push(effect);
+            }
+        }
+        unique
+    });
+    let allow = allow.map(|rules| {
+        rules
+            .into_iter()
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .collect()
+    });
+    Ok(BoundaryChange {
+        approve,
+        allow,
+        sandbox,
+    })
 }
 
 fn check_workspace(dir: &str) -> Result<(), ApiError> {

@@ -2,11 +2,15 @@
 
 pub mod agents;
 pub mod daemon;
+pub mod dashboard;
+pub mod doctor;
 pub mod events;
 pub mod files;
 pub mod health;
+pub mod mcp;
 pub mod messages;
 pub mod nodes;
+pub mod sandbox;
 pub mod schedules;
 pub mod tasks;
 pub mod web;

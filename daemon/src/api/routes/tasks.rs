@@ -7,7 +7,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use lazyboy_protocol::{AnswerTask, CreateTask, Task, TaskAccepted, TaskList, TaskState};
+use lazyboy_protocol::{
+    AnswerTask, ApproveCall, CreateTask, Decision, DenyCall, Task, TaskAccepted, TaskList,
+    TaskState,
+};
 
 use super::events::{StreamQuery, resume_point, stream_from};
 use crate::agent::AnswerError;
@@ -115,6 +118,41 @@ pub async fn answer(
     ApiJson(request): ApiJson<AnswerTask>,
 ) -> Result<(StatusCode, Json<Task>), ApiError> {
     state.runtime.answer(&id, &request).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.store.task(&id).await?.into()),
+    ))
+}
+
+/// `POST /api/tasks/{id}/approve`: the call the task waits on runs (409 when its question is
+/// not an approval).
+pub async fn approve(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(request): ApiJson<ApproveCall>,
+) -> Result<(StatusCode, Json<Task>), ApiError> {
+    let decision = if request.for_task {
+        Decision::ApproveForTask
+    } else {
+        Decision::Approve
+    };
+    state.runtime.decide(&id, decision, None).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.store.task(&id).await?.into()),
+    ))
+}
+
+/// `POST /api/tasks/{id}/deny`: the call never runs; the model reads the reason.
+pub async fn deny(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(request): ApiJson<DenyCall>,
+) -> Result<(StatusCode, Json<Task>), ApiError> {
+    state
+        .runtime
+        .decide(&id, Decision::Deny, request.reason)
+        .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(state.store.task(&id).await?.into()),

@@ -1,4 +1,4 @@
-//! An agent's conversation on PostgreSQL: the partial index `events_conversation` and the
+//! An agent's conversation on PostgreSQL: the partial index `events_dialogue` and the
 //! generated `conversation_tsv` column with its GIN index.
 
 use super::memories::{any_word, words_to_bind};

@@ -23,6 +23,7 @@ mod events;
 mod feed;
 mod memories;
 mod nodes;
+mod projections;
 mod schedules;
 mod tasks;
 
@@ -123,6 +124,25 @@ impl Drop for Postgres {
 impl Postgres {
     pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
         Ok(sqlx::query(sql).execute(&self.pool).await?.rows_affected())
+    }
+
+    pub(in crate::store) async fn explain(
+        &self,
+        sql: &str,
+        binds: usize,
+    ) -> Result<String, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET LOCAL enable_seqscan = off")
+            .execute(&mut *tx)
+            .await?;
+        let sql = format!("EXPLAIN {sql}");
+        let mut query = sqlx::query_scalar::<_, String>(&sql);
+        for value in [1, i64::MAX, 10].into_iter().take(binds) {
+            query = query.bind(value);
+        }
+        let lines = query.fetch_all(&mut *tx).await?;
+        tx.rollback().await?;
+        Ok(lines.join("\n"))
     }
 }
 

@@ -230,14 +230,15 @@ impl Postgres {
                 },
             });
         }
-        let before = match change.before {
-            Some(body) => Some(insert(&mut tx, &task.target(), body).await?),
-            None => None,
-        };
+        let mut before = Vec::with_capacity(change.before.len());
+        for body in change.before {
+            before.push(insert(&mut tx, &task.target(), body).await?);
+        }
         let event = insert(&mut tx, &task.target(), change.body).await?;
         tx.commit().await?;
-        self.feed.committed(before.iter().cloned().chain([event]));
-        Ok(before)
+        let first = before.first().cloned();
+        self.feed.committed(before.into_iter().chain([event]));
+        Ok(first)
     }
 }
 
@@ -250,15 +251,19 @@ pub(super) async fn insert_task(
     objective: &str,
     workspace: &str,
 ) -> Result<(TaskRow, LiveEvent), StoreError> {
-    let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
-        "SELECT id, instructions, model FROM agents WHERE name = $1 AND deleted_at_ms IS NULL",
+    let found: Option<(i64, String, Option<String>, String)> = sqlx::query_as(
+        "SELECT id, instructions, model, mcp FROM agents \
+         WHERE name = $1 AND deleted_at_ms IS NULL",
     )
     .bind(agent)
     .fetch_optional(&mut *tx)
     .await?;
-    let (agent_id, instructions, model) =
+    let (agent_id, instructions, model, mcp) =
         found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
-    let row = TaskRow::queued(agent_id, agent, instructions, model, objective, workspace);
+    let row = TaskRow {
+        mcp,
+        ..TaskRow::queued(agent_id, agent, instructions, model, objective, workspace)
+    };
     insert_task_row(tx, row).await
 }
 

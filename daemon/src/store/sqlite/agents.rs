@@ -6,17 +6,19 @@ use sqlx::Connection;
 use super::Sqlite;
 use super::events::{insert, insert_into_chat};
 use crate::store::agents::AgentRow;
+use crate::store::boundaries::{Boundaries, BoundaryChange};
 use crate::store::events::{LiveEvent, Target};
 use crate::store::{StoreError, now_ms};
 
 /// Live agents with the task that says what each is doing: the running one first, then one
 /// waiting for the person, then the oldest queued one (subagents do not count).
-const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
+pub(in crate::store) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
     a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
     c.heartbeat_at_ms, c.lease_expires_at_ms, \
     COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
     COALESCE(u.output_tokens, 0) AS output_tokens, \
-    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd, a.node \
+    COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd, a.node, a.mcp, \
+    a.approve, a.allow, a.sandbox \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
     LEFT JOIN (SELECT agent_id, SUM(input_tokens) AS input_tokens, \
         SUM(cached_tokens) AS cached_tokens, SUM(output_tokens) AS output_tokens, \
@@ -30,25 +32,30 @@ const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.works
     WHERE a.deleted_at_ms IS NULL";
 
 impl Sqlite {
-    pub(in crate::store) async fn create_agent(
+    pub(in crate::store) async fn create_agent_with(
         &self,
         name: &str,
         instructions: &str,
         model: Option<&str>,
         workspace: Option<&str>,
+        boundaries: &BoundaryChange,
     ) -> Result<AgentRow, StoreError> {
+        let boundaries = Boundaries::default().with(boundaries);
         let mut writer = self.writer.lock().await;
         let mut tx = writer.begin().await?;
         let now = now_ms();
         let inserted = sqlx::query_scalar(
-            "INSERT INTO agents (name, instructions, model, workspace, created_at_ms) \
-             VALUES (?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO agents (name, instructions, model, workspace, created_at_ms, approve, \
+             allow, sandbox) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(name)
         .bind(instructions)
         .bind(model)
         .bind(workspace)
         .bind(now)
+        .bind(&boundaries.approve)
+        .bind(&boundaries.allow)
+        .bind(&boundaries.sandbox)
         .fetch_one(&mut *tx)
         .await;
         let id: i64 = match inserted {
@@ -79,15 +86,10 @@ impl Sqlite {
         let event = insert(&mut tx, &target, &body).await?;
         tx.commit().await?;
         self.bus.publish(event);
-        Ok(AgentRow::new(
-            id,
-            name,
-            instructions,
-            model,
-            workspace,
-            now,
-            thread,
-        ))
+        Ok(AgentRow {
+            boundaries,
+            ..AgentRow::new(id, name, instructions, model, workspace, now, thread)
+        })
     }
 
     pub(in crate::store) async fn list_agents(&self) -> Result<Vec<AgentRow>, StoreError> {
@@ -104,42 +106,50 @@ impl Sqlite {
             .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))
     }
 
-    pub(in crate::store) async fn update_agent(
+    pub(in crate::store) async fn update_agent_with(
         &self,
         name: &str,
         instructions: Option<&str>,
         model: Option<&str>,
         workspace: Option<&str>,
+        mcp: Option<&[String]>,
+        boundaries: &BoundaryChange,
     ) -> Result<AgentRow, StoreError> {
         let mut writer = self.writer.lock().await;
         let mut tx = writer.begin().await?;
         let mut agent = live(&mut tx, name).await?;
-        let cleared = |value: &str| (!value.is_empty()).then(|| value.to_owned());
-        if let Some(instructions) = instructions {
-            agent.instructions = instructions.to_owned();
-        }
-        if let Some(model) = model {
-            agent.model = cleared(model);
-        }
-        if let Some(workspace) = workspace {
-            agent.workspace = cleared(workspace);
-        }
-        sqlx::query("UPDATE agents SET instructions = ?, model = ?, workspace = ? WHERE id = ?")
-            .bind(&agent.instructions)
-            .bind(&agent.model)
-            .bind(&agent.workspace)
-            .bind(agent.id)
-            .execute(&mut *tx)
-            .await?;
-        let body = EventBody::AgentUpdated {
-            instructions: agent.instructions.clone(),
-            model: agent.model.clone(),
-            workspace: agent.workspace.clone(),
-        };
-        let event = insert(&mut tx, &agent.target(), &body).await?;
+        agent.change(instructions, model, workspace, mcp, boundaries);
+        sqlx::query(
+            "UPDATE agents SET instructions = ?, model = ?, workspace = ?, mcp = ?, \
+             approve = ?, allow = ?, sandbox = ? WHERE id = ?",
+        )
+        .bind(&agent.instructions)
+        .bind(&agent.model)
+        .bind(&agent.workspace)
+        .bind(&agent.mcp)
+        .bind(&agent.boundaries.approve)
+        .bind(&agent.boundaries.allow)
+        .bind(&agent.boundaries.sandbox)
+        .bind(agent.id)
+        .execute(&mut *tx)
+        .await?;
+        let event = insert(&mut tx, &agent.target(), &agent.updated()).await?;
         tx.commit().await?;
         self.bus.publish(event);
         Ok(agent)
+    }
+
+    pub(in crate::store) async fn agent_boundaries(
+        &self,
+        agent_id: i64,
+    ) -> Result<Boundaries, StoreError> {
+        Ok(
+            sqlx::query_as("SELECT approve, allow, sandbox FROM agents WHERE id = ?")
+                .bind(agent_id)
+                .fetch_optional(&self.reader)
+                .await?
+                .unwrap_or_default(),
+        )
     }
 
     pub(in crate::store) async fn pin_agent(

@@ -1,4 +1,4 @@
-//! An agent's conversation on SQLite: the partial index `events_conversation` and the
+//! An agent's conversation on SQLite: the partial index `events_dialogue` and the
 //! contentless FTS5 table `conversation_fts` (fed by a trigger on `events`).
 
 use super::Sqlite;

@@ -12,6 +12,7 @@ mod conversation;
 mod events;
 mod memories;
 mod nodes;
+mod projections;
 mod schedules;
 mod tasks;
 
@@ -104,6 +105,20 @@ impl Sqlite {
             .execute(&mut *writer)
             .await?
             .rows_affected())
+    }
+
+    pub(in crate::store) async fn explain(
+        &self,
+        sql: &str,
+        binds: usize,
+    ) -> Result<String, sqlx::Error> {
+        let sql = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
+        for value in [1, i64::MAX, 10].into_iter().take(binds) {
+            query = query.bind(value);
+        }
+        let rows = query.fetch_all(&self.reader).await?;
+        Ok(rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n"))
     }
 }
 

@@ -223,16 +223,17 @@ impl Sqlite {
                 },
             });
         }
-        let before = match change.before {
-            Some(body) => Some(insert(&mut tx, &task.target(), body).await?),
-            None => None,
-        };
+        let mut before = Vec::with_capacity(change.before.len());
+        for body in change.before {
+            before.push(insert(&mut tx, &task.target(), body).await?);
+        }
         let event = insert(&mut tx, &task.target(), change.body).await?;
         tx.commit().await?;
-        for event in before.iter().cloned().chain([event]) {
+        let first = before.first().cloned();
+        for event in before.into_iter().chain([event]) {
             self.bus.publish(event);
         }
-        Ok(before)
+        Ok(first)
     }
 }
 
@@ -245,15 +246,19 @@ pub(super) async fn insert_task(
     objective: &str,
     workspace: &str,
 ) -> Result<(TaskRow, LiveEvent), StoreError> {
-    let found: Option<(i64, String, Option<String>)> = sqlx::query_as(
-        "SELECT id, instructions, model FROM agents WHERE name = ? AND deleted_at_ms IS NULL",
+    let found: Option<(i64, String, Option<String>, String)> = sqlx::query_as(
+        "SELECT id, instructions, model, mcp FROM agents \
+         WHERE name = ? AND deleted_at_ms IS NULL",
     )
     .bind(agent)
     .fetch_optional(&mut *tx)
     .await?;
-    let (agent_id, instructions, model) =
+    let (agent_id, instructions, model, mcp) =
         found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
-    let row = TaskRow::queued(agent_id, agent, instructions, model, objective, workspace);
+    let row = TaskRow {
+        mcp,
+        ..TaskRow::queued(agent_id, agent, instructions, model, objective, workspace)
+    };
     insert_task_row(tx, row).await
 }
 

@@ -75,7 +75,7 @@ on_both! {
         assert_eq!(renewal.renewed.len(), 2);
         assert!(renewal.stop.is_empty());
         assert!(store.request_stop(&y1.id).await.unwrap());
-        assert_eq!(store.renew(&ids).await.unwrap().stop, [y1.id.clone()]);
+        assert_eq!(store.renew(&ids).await.unwrap().stop, std::slice::from_ref(&y1.id));
         let note = EventBody::RuntimeNote { text: "n".into() };
         store.append_as_owner(&x1, &note).await.unwrap();
         store.finish_task(&x1, Verdict::Answer, "done").await.unwrap();
@@ -84,7 +84,7 @@ on_both! {
         let error = store.finish_task(&x1, Verdict::Answer, "again").await.unwrap_err();
         assert!(matches!(error, StoreError::NotOwner(_)), "{error}");
         assert!(!store.request_stop(&x1.id).await.unwrap(), "it no longer runs");
-        assert_eq!(store.renew(&ids).await.unwrap().renewed, [y1.id.clone()]);
+        assert_eq!(store.renew(&ids).await.unwrap().renewed, std::slice::from_ref(&y1.id));
     }
 
     /// After a restart the node takes back its running tasks as `recovering`, except those
@@ -109,7 +109,7 @@ on_both! {
         let all = [x.id.clone(), y.id.clone()];
         let taken = store.claim_expired(4, &all).await.unwrap();
         assert_eq!(taken.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [z.id.as_str()]);
-        assert_eq!(store.renew(&all).await.unwrap().stop, [y.id.clone()]);
+        assert_eq!(store.renew(&all).await.unwrap().stop, std::slice::from_ref(&y.id));
         store.set_task_state(&taken[0], TaskState::Running).await.unwrap();
         assert_eq!(store.task(&z.id).await.unwrap().state(), TaskState::Running);
     }

@@ -19,7 +19,7 @@ on_both! {
         store.append_to_task(&child, &say("hidden from the conversation")).await.unwrap();
         store.append_to_agent("other", &EventBody::UserMessage { text: "certificates elsewhere".into() })
             .await.unwrap();
-        let lines = store.conversation(agent, i64::MAX, 10).await.unwrap();
+        let lines = store.conversation_lines(agent, i64::MAX, 10).await.unwrap();
         let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(texts, ["rotate the certificates", "the certificates are rotated", "thanks, now the dns"]);
         assert_eq!((lines[0].who, lines[1].who), ("person", "agent"));
@@ -38,7 +38,7 @@ on_both! {
 
         let (_, cleared) = store.append_to_agent("ops", &EventBody::ConversationCleared {}).await.unwrap();
         assert_eq!(store.generation_start(agent).await.unwrap(), cleared.seq);
-        assert!(store.conversation(agent, i64::MAX, 10).await.unwrap().is_empty());
+        assert!(store.conversation_lines(agent, i64::MAX, 10).await.unwrap().is_empty());
         assert!(store.search_conversation(agent, &search("dns", false)).await.unwrap().is_empty());
         assert_eq!(store.search_conversation(agent, &search("dns", true)).await.unwrap().len(), 1);
         let summary = EventBody::Summary { upto_seq: cleared.seq, text: "so far".into() };

@@ -13,6 +13,7 @@ mod conversation;
 mod events;
 mod fleet;
 mod memories;
+mod projections;
 mod schedules;
 mod tasks;
 
@@ -128,6 +129,18 @@ impl Store {
         match &*self.backend {
             super::Backend::Sqlite(db) => db.raw(sql).await,
             super::Backend::Postgres(db) => db.raw(sql).await,
+        }
+    }
+}
+
+impl Store {
+    /// The plan of `sql` as the backend's planner prints it, its first `binds` placeholders
+    /// bound to 1, `i64::MAX` and 10; on PostgreSQL with sequential scans off, so an index
+    /// the query can use shows up even on a near-empty table.
+    pub(super) async fn explain(&self, sql: &str, binds: usize) -> String {
+        match &*self.backend {
+            super::Backend::Sqlite(db) => db.explain(sql, binds).await.unwrap(),
+            super::Backend::Postgres(db) => db.explain(sql, binds).await.unwrap(),
         }
     }
 }

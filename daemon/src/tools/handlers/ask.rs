@@ -65,13 +65,7 @@ impl ToolHandler for RequestUserInput {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let input: Input = parse(self, args)?;
-            ctx.scope
-                .record(question(&ctx.call, input.question, input.options, None))
-                .await?;
-            Ok(Handled::EndTurn {
-                output: None,
-                end: TurnEnd::AskPerson,
-            })
+            ask(ctx, input.question, input.options, None).await
         })
     }
 }
@@ -108,18 +102,29 @@ impl ToolHandler for RequestTakeover {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let takeover: Takeover = parse(self, args)?;
-            ctx.scope
-                .record(question(
-                    &ctx.call,
-                    takeover.instructions,
-                    Vec::new(),
-                    Some(takeover.reason),
-                ))
-                .await?;
-            Ok(Handled::EndTurn {
-                output: None,
-                end: TurnEnd::AskPerson,
-            })
+            ask(
+                ctx,
+                takeover.instructions,
+                Vec::new(),
+                Some(takeover.reason),
+            )
+            .await
         })
     }
+}
+
+/// Records the question; the turn ends, and the person's answer will be the call's result.
+async fn ask(
+    ctx: &ToolContext,
+    text: String,
+    options: Vec<String>,
+    takeover: Option<String>,
+) -> ToolOutcome {
+    ctx.scope
+        .record(question(&ctx.call, text, options, takeover))
+        .await?;
+    Ok(Handled::EndTurn {
+        output: None,
+        end: TurnEnd::AskPerson,
+    })
 }

@@ -49,6 +49,15 @@ impl ToolHandler for AwaitCommand {
         Effect::Command
     }
 
+    fn preview<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        _args: &'a Value,
+    ) -> BoxFuture<'a, Option<lazyboy_protocol::Approval>> {
+        // Waiting for a command starts nothing: there is nothing to approve.
+        Box::pin(async { None })
+    }
+
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: Args = parse(self, args)?;

@@ -2,11 +2,14 @@
 //! match exactly once, so an edit never lands somewhere the model did not mean.
 
 use futures_util::future::BoxFuture;
+use lazyboy_protocol::Approval;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond};
+use crate::tools::{
+    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, preview, respond,
+};
 
 pub struct EditFile;
 
@@ -42,6 +45,31 @@ impl ToolHandler for EditFile {
 
     fn effect(&self, _args: &Value) -> Effect {
         Effect::WorkspaceWrite
+    }
+
+    fn preview<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Option<Approval>> {
+        Box::pin(async move {
+            // An edit that will fail (no file, `old` not found exactly once) asks nothing.
+            let parsed: Args = serde_json::from_value(args.clone()).ok()?;
+            let path = resolve(ctx, &parsed.path).ok()?;
+            let text = tokio::fs::read_to_string(&path).await.ok()?;
+            if parsed.old.is_empty() || text.matches(&parsed.old).count() != 1 {
+                return None;
+            }
+            let edited = text.replacen(&parsed.old, &parsed.new, 1);
+            let shown = display(ctx, &path);
+            Some(preview::file_change(
+                self.name(),
+                &shown,
+                Some(&text),
+                &edited,
+                args,
+            ))
+        })
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {

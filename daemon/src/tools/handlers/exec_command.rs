@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use lazyboy_protocol::Approval;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -57,6 +58,28 @@ impl ToolHandler for ExecCommand {
 
     fn effect(&self, _args: &Value) -> Effect {
         Effect::Command
+    }
+
+    fn preview<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Option<Approval>> {
+        Box::pin(async move {
+            // Arguments that do not parse only get an error: nothing to approve.
+            let parsed: Args = serde_json::from_value(args.clone()).ok()?;
+            let workdir = parsed.workdir.unwrap_or_else(|| ".".to_owned());
+            Some(Approval {
+                command: Some(parsed.cmd.clone()),
+                workdir: Some(workdir.clone()),
+                ..Approval::new(
+                    self.name(),
+                    Effect::Command,
+                    format!("run `{}` in {workdir}", parsed.cmd),
+                    args.to_string(),
+                )
+            })
+        })
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {

@@ -39,16 +39,7 @@ impl ToolHandler for SendMessage {
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
-        Box::pin(async move {
-            let args: Args = parse(self, args)?;
-            if args.text.trim().is_empty() {
-                return Err(respond("send_message needs a non-empty text"));
-            }
-            ctx.scope
-                .record(EventBody::AgentMessage { text: args.text })
-                .await?;
-            Ok(Handled::Output(ToolOutput::ok("sent")))
-        })
+        Box::pin(say(self, ctx, args, "sent"))
     }
 }
 
@@ -74,17 +65,18 @@ impl ToolHandler for ReportProgress {
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
-        Box::pin(async move {
-            let args: Args = parse(self, args)?;
-            if args.text.trim().is_empty() {
-                return Err(respond("report_progress needs a non-empty text"));
-            }
-            ctx.scope
-                .record(EventBody::AgentMessage { text: args.text })
-                .await?;
-            Ok(Handled::Output(ToolOutput::ok(
-                "shown to the person; carry on",
-            )))
-        })
+        Box::pin(say(self, ctx, args, "shown to the person; carry on"))
     }
+}
+
+/// Records the message for the person (both tools speak the same way).
+async fn say(tool: &dyn ToolHandler, ctx: &ToolContext, args: Value, ok: &str) -> ToolOutcome {
+    let args: Args = parse(tool, args)?;
+    if args.text.trim().is_empty() {
+        return Err(respond(format!("{} needs a non-empty text", tool.name())));
+    }
+    ctx.scope
+        .record(EventBody::AgentMessage { text: args.text })
+        .await?;
+    Ok(Handled::Output(ToolOutput::ok(ok)))
 }

@@ -6,6 +6,13 @@
 
 pub mod ask;
 mod await_command;
+mod box_common;
+mod box_files;
+pub mod box_help;
+mod box_shell;
+mod browser;
+mod browser_more;
+mod computer;
 mod conversation;
 mod edit_file;
 mod exec_command;
@@ -16,8 +23,11 @@ pub mod message;
 pub mod plan;
 mod read_file;
 pub mod report;
+mod screenshot;
 mod search;
 pub mod subagents;
+pub mod web_fetch;
+pub mod web_search;
 mod write_file;
 mod write_stdin;
 
@@ -64,6 +74,81 @@ pub fn all() -> Vec<Arc<dyn ToolHandler>> {
         Arc::new(subagents::Message),
         Arc::new(subagents::Stop),
     ]
+}
+
+/// The web tools, which share the daemon's web client: `web_fetch` always, `web_search`
+/// when a provider is configured. A subagent limited to `allowed` tools gets only those.
+pub fn register_web(
+    registry: &mut super::Registry,
+    web: &Arc<crate::web::Web>,
+    allowed: Option<&[String]>,
+) {
+    let mut tools: Vec<Arc<dyn ToolHandler>> =
+        vec![Arc::new(web_fetch::WebFetch { web: web.clone() })];
+    if web.search.is_some() {
+        tools.push(Arc::new(web_search::WebSearch { web: web.clone() }));
+    }
+    for tool in tools {
+        if allowed.is_none_or(|allowed| allowed.iter().any(|a| a == tool.name())) {
+            registry.register(tool);
+        }
+    }
+}
+
+/// Registers the box's tools for `task` (always, also without Docker: then each call says
+/// why, and nothing runs on the host). A `computer_use` subagent (its list names
+/// `computer`) gets only `computer` and `screenshot` of them; other subagents never get
+/// `request_box_help`; a subagent's `tools` list limits the rest.
+pub fn register_box(
+    registry: &mut super::Registry,
+    sandbox: &Arc<crate::sandbox::Sandbox>,
+    task: &crate::store::TaskRow,
+) {
+    let allowed = task.allowed_tools();
+    let computer_use = allowed
+        .as_ref()
+        .is_some_and(|list| list.iter().any(|t| t == computer::NAME));
+    let shared = Arc::new(box_common::BoxTask {
+        sandbox: sandbox.clone(),
+        task: task.clone(),
+        computer_use,
+    });
+    let tools: Vec<Arc<dyn ToolHandler>> = if computer_use {
+        vec![
+            Arc::new(computer::Computer(shared.clone())),
+            Arc::new(screenshot::Screenshot(shared)),
+        ]
+    } else {
+        let mut tools: Vec<Arc<dyn ToolHandler>> = vec![
+            Arc::new(box_shell::BoxShell(shared.clone())),
+            Arc::new(box_shell::BoxAwait),
+            Arc::new(box_shell::BoxKill),
+            Arc::new(box_files::BoxReadFile(shared.clone())),
+            Arc::new(box_files::BoxWriteFile(shared.clone())),
+            Arc::new(box_files::CopyToBox(shared.clone())),
+            Arc::new(box_files::CopyFromBox(shared.clone())),
+            Arc::new(screenshot::Screenshot(shared.clone())),
+            Arc::new(browser::Navigate(shared.clone())),
+            Arc::new(browser::Snapshot(shared.clone())),
+            Arc::new(browser::Click(shared.clone())),
+            Arc::new(browser::Type(shared.clone())),
+            Arc::new(browser_more::Wait(shared.clone())),
+            Arc::new(browser_more::Screenshot(shared.clone())),
+            Arc::new(browser_more::Release(shared.clone())),
+        ];
+        if task.parent_id.is_none() {
+            tools.push(Arc::new(box_help::RequestBoxHelp(shared)));
+        }
+        tools
+    };
+    for tool in tools {
+        let listed = allowed
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == tool.name()));
+        if listed {
+            registry.register(tool);
+        }
+    }
 }
 
 /// Tools a subagent never gets, whatever its `tools` list says: it cannot have subagents of
@@ -264,7 +349,7 @@ pub(crate) mod testing {
             task_id: "task-1".to_owned(),
             call: "call-1".to_owned(),
             call_id: "call-1".to_owned(),
-            machine: Arc::new(exec::Host),
+            machine: Arc::new(exec::Host::default()),
             commands: Arc::new(CommandRegistry::new()),
             scope,
             cancel: CancellationToken::new(),

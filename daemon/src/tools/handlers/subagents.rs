@@ -36,7 +36,14 @@ struct SpawnArgs {
     objective: String,
     #[serde(default)]
     tools: Option<Vec<String>>,
+    /// `computer_use`: a subagent that drives the box's desktop with the mouse and keys.
+    #[serde(default)]
+    kind: Option<String>,
 }
+
+/// The tools of a `computer_use` subagent: pixels only (plus the plan and reports every
+/// subagent keeps).
+pub const COMPUTER_USE: [&str; 3] = ["computer", "screenshot", "send_message"];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,14 +86,17 @@ impl ToolHandler for Spawn {
         "Start a subagent on a self-contained objective; it works in your workspace in parallel \
          and returns at once with its id. You need not poll: when you end your turn, you are \
          woken with the results of the subagents still running. Optionally limit its tools by \
-         name."
+         name. kind \"computer_use\" starts one that works the box's desktop with the mouse and \
+         keyboard (its only actions: computer, screenshot, send_message); one runs at a time \
+         in the daemon, and it takes the box's screen from you while it works."
     }
 
     fn parameters(&self) -> Value {
         schema(
             json!({
                 "objective": {"type": "string"},
-                "tools": {"type": "array", "items": {"type": "string"}}
+                "tools": {"type": "array", "items": {"type": "string"}},
+                "kind": {"type": "string", "enum": ["computer_use"]}
             }),
             &["objective"],
         )
@@ -102,13 +112,33 @@ impl ToolHandler for Spawn {
             if spawn.objective.trim().is_empty() {
                 return Err(respond("spawn_subagent needs a non-empty objective"));
             }
-            let tools = spawn.tools.as_deref().unwrap_or_default();
-            if let Some(bad) = tools.iter().find(|t| !ctx.scope.grantable(t)) {
-                return Err(respond(format!(
-                    "a subagent cannot be given the tool {bad:?}: give it tools you have (not \
-                     the subagent tools or the ones that ask the person)"
-                )));
-            }
+            let spawn = match spawn.kind.as_deref() {
+                None => {
+                    let tools = spawn.tools.as_deref().unwrap_or_default();
+                    if let Some(bad) = tools.iter().find(|t| !ctx.scope.grantable(t)) {
+                        return Err(respond(format!(
+                            "a subagent cannot be given the tool {bad:?}: give it tools you \
+                             have (not the subagent tools or the ones that ask the person)"
+                        )));
+                    }
+                    spawn
+                }
+                // The kind grants `computer`, which no task has to hand on.
+                Some("computer_use") if spawn.tools.is_none() => SpawnArgs {
+                    tools: Some(COMPUTER_USE.iter().map(|t| (*t).to_owned()).collect()),
+                    ..spawn
+                },
+                Some("computer_use") => {
+                    return Err(respond(
+                        "a computer_use subagent has its own tools: leave `tools` out",
+                    ));
+                }
+                Some(other) => {
+                    return Err(respond(format!(
+                        "unknown subagent kind {other:?}: leave it out, or \"computer_use\""
+                    )));
+                }
+            };
             let id = ctx
                 .scope
                 .spawn_subagent(spawn.objective.trim(), spawn.tools)

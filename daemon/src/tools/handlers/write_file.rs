@@ -2,11 +2,14 @@
 //! Mutating. The target is resolved inside the workspace before anything is created.
 
 use futures_util::future::BoxFuture;
+use lazyboy_protocol::Approval;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{display, parse, resolve, schema};
-use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond};
+use crate::tools::{
+    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, preview, respond,
+};
 
 pub struct WriteFile;
 
@@ -39,6 +42,30 @@ impl ToolHandler for WriteFile {
 
     fn effect(&self, _args: &Value) -> Effect {
         Effect::WorkspaceWrite
+    }
+
+    fn preview<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Option<Approval>> {
+        Box::pin(async move {
+            // A call that will fail (bad arguments, a path outside, a directory) asks nothing.
+            let parsed: Args = serde_json::from_value(args.clone()).ok()?;
+            let path = resolve(ctx, &parsed.path).ok()?;
+            if path.is_dir() {
+                return None;
+            }
+            let old = tokio::fs::read_to_string(&path).await.ok();
+            let shown = display(ctx, &path);
+            Some(preview::file_change(
+                self.name(),
+                &shown,
+                old.as_deref(),
+                &parsed.content,
+                args,
+            ))
+        })
     }
 
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {

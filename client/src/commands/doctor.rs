@@ -1,0 +1,170 @@
+//! `lazyboy doctor`: one line per check, with what to do about anything that is not fine;
+//! exit code 1 if a check fails (a `warn` is something optional left unset).
+//!
+//! The daemon checks what only it can (the config on disk, the model, each MCP server, web
+//! search: `GET /api/doctor`); this side checks the machine: Docker, the box image, and the
+//! login service. A daemon that cannot start is itself a failed check, and the machine's
+//! checks still run.
+
+use std::process::{Command, Stdio};
+
+use lazyboy_protocol::{CheckStatus, DoctorCheck, DoctorReport};
+
+use crate::connection::Client;
+use crate::daemon_proc;
+use crate::render::clean;
+
+/// The image the box runs (see `box/`).
+pub const BOX_IMAGE: &str = "lazyboy/box:latest";
+
+pub async fn run(client: &Client, json: bool) -> anyhow::Result<i32> {
+    let mut checks = match daemon_proc::ensure_running(client).await {
+        Ok(_) => match client.get::<DoctorReport>("/api/doctor").await {
+            Ok(report) => report.checks,
+            Err(error) => vec![fail(
+                "daemon",
+                format!("cannot ask the daemon: {error}"),
+                "restart it: lazyboy daemon stop && lazyboy daemon start",
+            )],
+        },
+        Err(error) => vec![fail(
+            "daemon",
+            format!("cannot start: {error:#}"),
+            &format!(
+                "fix what the message says (a malformed config.toml is the usual cause), or run \
+                 lazyboyd --home {} in a terminal to see why",
+                client.home().display()
+            ),
+        )],
+    };
+    let docker = docker();
+    let docker_ok = docker.status == CheckStatus::Ok;
+    checks.push(docker);
+    checks.push(box_image(docker_ok));
+    checks.push(service(client));
+    let failed = checks.iter().any(|c| c.status == CheckStatus::Fail);
+    if json {
+        println!("{}", serde_json::to_string(&DoctorReport { checks })?);
+    } else {
+        for check in &checks {
+            print!("{}", line(check));
+        }
+    }
+    Ok(if failed { 1 } else { 0 })
+}
+
+/// `ok    model: ...` and, for anything else, `      → what to do`.
+fn line(check: &DoctorCheck) -> String {
+    let word = match check.status {
+        CheckStatus::Ok => "ok  ",
+        CheckStatus::Warn => "warn",
+        CheckStatus::Fail => "FAIL",
+    };
+    let mut out = format!("{word}  {}: {}\n", check.name, clean(&check.detail));
+    if let Some(fix) = &check.fix {
+        out.push_str(&format!("      → {}\n", clean(fix)));
+    }
+    out
+}
+
+fn fail(name: &str, detail: String, fix: &str) -> DoctorCheck {
+    DoctorCheck {
+        name: name.to_owned(),
+        status: CheckStatus::Fail,
+        detail,
+        fix: Some(fix.to_owned()),
+    }
+}
+
+fn ok(name: &str, detail: String) -> DoctorCheck {
+    DoctorCheck {
+        name: name.to_owned(),
+        status: CheckStatus::Ok,
+        detail,
+        fix: None,
+    }
+}
+
+/// Runs a program quietly: `None` if it could not be started at all.
+fn quietly(program: &str, args: &[&str]) -> Option<std::process::Output> {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+}
+
+fn docker() -> DoctorCheck {
+    match quietly("docker", &["version", "--format", "{{.Server.Version}}"]) {
+        None => fail(
+            "docker",
+            "Docker is not installed (no `docker` on PATH)".into(),
+            "install Docker Engine (Debian/Ubuntu: apt-get install docker.io) and add yourself \
+             to the docker group; the box (the agents' desktop) runs in it",
+        ),
+        Some(out) if out.status.success() => ok(
+            "docker",
+            format!("Docker {}", String::from_utf8_lossy(&out.stdout).trim()),
+        ),
+        Some(out) => fail(
+            "docker",
+            format!(
+                "Docker is installed but its daemon does not answer: {}",
+                first_line(&out.stderr)
+            ),
+            "start it (sudo systemctl start docker) and make sure you are in the docker group",
+        ),
+    }
+}
+
+fn box_image(docker_ok: bool) -> DoctorCheck {
+    if !docker_ok {
+        return fail(
+            "box image",
+            format!("{BOX_IMAGE}: not checked, Docker is not usable"),
+            "fix Docker first, then build the box image (see box/README.md)",
+        );
+    }
+    match quietly(
+        "docker",
+        &["image", "inspect", "--format", "{{.Id}}", BOX_IMAGE],
+    ) {
+        Some(out) if out.status.success() => ok(
+            "box image",
+            format!(
+                "{BOX_IMAGE} ({})",
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+        ),
+        _ => fail(
+            "box image",
+            format!("{BOX_IMAGE} is not built"),
+            "build the box image from the LazyBoy source tree (see box/README.md)",
+        ),
+    }
+}
+
+fn service(client: &Client) -> DoctorCheck {
+    match super::service::installed(client) {
+        Ok((true, file)) => ok("service", format!("installed ({})", file.display())),
+        Ok((false, file)) => fail(
+            "service",
+            format!("not installed ({} does not exist)", file.display()),
+            "lazyboy service install (the daemon then starts at login and after a crash)",
+        ),
+        Err(error) => fail(
+            "service",
+            format!("cannot tell: {error:#}"),
+            "lazyboy service status shows what is wrong",
+        ),
+    }
+}
+
+fn first_line(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}

@@ -1,0 +1,200 @@
+//! Boundaries benchmarks (issue 13): what the sandbox adds to a command, and how long an
+//! approval takes from the question to the command starting.
+//!
+//! `cargo bench -p lazyboy-tests --bench boundaries` — prints a markdown table for
+//! `docs/benchmarks.md`. `BENCH_QUICK=1` for fewer repetitions.
+//!
+//! - Sandbox overhead: `true` started and waited for through the daemon's own
+//!   `CommandRegistry` and `Host` machine (the library, in this process, with the release
+//!   `lazyboyd` as the sandbox helper), unconfined and under `workspace-write`, for two homes:
+//!   one at a usual depth outside the temp dir, and one inside `/tmp` as the tests put it
+//!   (then the temp dir is split entry by entry around the home, the most rules).
+//! - Approval round trip: a real daemon, an agent with `approve = ["command"]`; from the
+//!   moment the bench sees the `question` event, `lazyboy approve T` runs (a new CLI process,
+//!   as a person would type it) and the command records its own start (`date +%s%N`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lazyboy_protocol::{EventBody, Sandbox, Task, TaskState};
+use lazyboy_tests::bench::{self, median, quick};
+use lazyboy_tests::mock_model::{MockModel, Reply};
+use lazyboy_tests::{TestDaemon, bin, output_of, task_events, wait_for, wait_task_finished};
+use lazyboyd::confine::Confinement;
+use lazyboyd::tools::CommandRegistry;
+use lazyboyd::tools::commands::StartSpec;
+use lazyboyd::tools::exec::Host;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn main() {
+    bench::runtime().block_on(run());
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+async fn run() {
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    lazyboyd::confine::set_helper(&bin("lazyboyd"));
+    let reps = if quick() { 20 } else { 200 };
+    let usual = tempfile::tempdir_in("/var/tmp").unwrap();
+    let usual_home = usual.path().join("share").join("lazyboy");
+    std::fs::create_dir_all(&usual_home).unwrap();
+    let test_home = lazyboy_tests::temp_home();
+    for (what, home) in [
+        ("home outside the temp dir", usual_home.as_path()),
+        ("home inside /tmp (as the tests)", test_home.path()),
+    ] {
+        let ws = tempfile::tempdir().unwrap();
+        let off = exec_true(Sandbox::Off, ws.path(), home, reps).await;
+        let boxed = exec_true(Sandbox::WorkspaceWrite, ws.path(), home, reps).await;
+        let rules = Confinement {
+            sandbox: Sandbox::WorkspaceWrite,
+            workspace: ws.path().canonicalize().unwrap(),
+            home: home.canonicalize().unwrap(),
+            temp: std::env::temp_dir().canonicalize().unwrap(),
+        }
+        .grants()
+        .len();
+        rows.push((
+            format!("`exec_command` of `true`, sandbox off ({what}; median of {reps})"),
+            ms(off),
+            "—".into(),
+        ));
+        rows.push((
+            format!("… under workspace-write ({rules} Landlock rules)"),
+            ms(boxed),
+            "—".into(),
+        ));
+        rows.push((
+            "… added by the sandbox".into(),
+            ms(boxed.saturating_sub(off)),
+            "< 2 ms".into(),
+        ));
+    }
+    let (round_trip, cli) = approval_round_trip(if quick() { 3 } else { 15 }).await;
+    rows.push((
+        "approval: question event → `lazyboy approve` → the command starts (median)".into(),
+        ms(round_trip),
+        "< 50 ms".into(),
+    ));
+    rows.push((
+        "… of which the `lazyboy approve` process (spawn to exit)".into(),
+        ms(cli),
+        "—".into(),
+    ));
+    println!("| what | figure | target |\n|---|---|---|");
+    for (what, figure, target) in rows {
+        println!("| {what} | {figure} | {target} |");
+    }
+}
+
+/// The median time to start `true` and see it exit, through the daemon's registry.
+async fn exec_true(sandbox: Sandbox, ws: &Path, home: &Path, reps: usize) -> Duration {
+    let registry = CommandRegistry::new();
+    let confinement = Confinement {
+        sandbox,
+        workspace: ws.canonicalize().unwrap(),
+        home: home.canonicalize().unwrap(),
+        temp: std::env::temp_dir().canonicalize().unwrap(),
+    };
+    let machine = Arc::new(Host::confined(confinement));
+    let never = CancellationToken::new();
+    let mut times = Vec::new();
+    for i in 0..reps + 5 {
+        let spec = StartSpec {
+            machine: machine.clone(),
+            task_id: "bench".into(),
+            cmd: "true".into(),
+            workdir: ws.to_path_buf(),
+            workspace: ws.to_path_buf(),
+            timeout: Duration::from_secs(30),
+        };
+        let started = Instant::now();
+        let command = registry.start(spec).await.unwrap();
+        command.wait_exit(Duration::from_secs(30), &never).await;
+        let took = started.elapsed();
+        let exit = command.exit().unwrap();
+        assert!(exit.success(), "{exit}: {}", command.take_output());
+        // The first few warm the page cache.
+        if i >= 5 {
+            times.push(took);
+        }
+    }
+    median(times)
+}
+
+/// Medians of (question seen → command started, the CLI's own spawn-to-exit).
+async fn approval_round_trip(reps: usize) -> (Duration, Duration) {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    let created = daemon
+        .http
+        .post(daemon.url("/api/agents"))
+        .json(&json!({"name": "careful", "approve": ["command"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let (mut trips, mut clis) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let ws = tempfile::tempdir().unwrap();
+        mock.push(Reply::tool_call(
+            "c",
+            "exec_command",
+            json!({"cmd": "date +%s%N > started.ns"}),
+        ));
+        mock.push(Reply::text("done"));
+        let id = lazyboy_tests::create_task(&daemon, "careful", "go", Some(ws.path())).await;
+        wait_question(&daemon, &id).await;
+        let seen = SystemTime::now();
+        let mut approve = daemon.cli();
+        approve.args(["approve", &id]);
+        let cli_started = Instant::now();
+        let out = output_of(approve).await;
+        clis.push(cli_started.elapsed());
+        assert!(out.status.success(), "{out:?}");
+        wait_task_finished(&daemon, &id).await;
+        let ns: u128 = std::fs::read_to_string(ws.path().join("started.ns"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let seen_ns = seen.duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        trips.push(Duration::from_nanos(
+            u64::try_from(ns.saturating_sub(seen_ns)).unwrap(),
+        ));
+    }
+    daemon.stop();
+    (median(trips), median(clis))
+}
+
+async fn wait_question(daemon: &TestDaemon, id: &str) {
+    wait_for(Duration::from_secs(30), "the approval question", || {
+        let client = daemon.client();
+        let path = format!("/api/tasks/{id}");
+        async move {
+            let t: Task = client.get(&path).await.ok()?;
+            if t.state != TaskState::WaitingForHuman {
+                return None;
+            }
+            task_events(daemon, id)
+                .await
+                .iter()
+                .any(|e| {
+                    matches!(
+                        e,
+                        EventBody::Question {
+                            approval: Some(_),
+                            ..
+                        }
+                    )
+                })
+                .then_some(())
+        }
+    })
+    .await;
+}

@@ -1,0 +1,197 @@
+//! Reaching the dashboard from a phone: `lazyboy daemon start --lan` listens on every
+//! interface with a token it creates, and prints each LAN URL with the token and a QR code
+//! of it (never `0.0.0.0`); `--tls-cert`/`--tls-key` serve HTTPS (a self-signed certificate
+//! made with openssl here, trusted by the test's client).
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use lazyboy_protocol::Health;
+use lazyboy_tests::{cli, output_of, temp_home};
+
+fn stop(home: &std::path::Path) {
+    let out = cli(home).args(["daemon", "stop"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[tokio::test]
+async fn daemon_start_lan_prints_lan_urls_with_the_token_and_a_qr_code() {
+    let home = temp_home();
+    let out = output_of({
+        let mut c = cli(home.path());
+        c.args(["daemon", "start", "--lan"]);
+        c
+    })
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token_file = home.path().join("token");
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(token.len(), 48, "a token was created");
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(!text.contains("0.0.0.0"), "{text}");
+    let status = output_of({
+        let mut c = cli(home.path());
+        c.args(["daemon", "status", "--json"]);
+        c
+    })
+    .await;
+    let health: Health = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(
+        health.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        health.url
+    );
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    if health.lan_urls.is_empty() {
+        assert!(text.contains("no network interface"), "{text}");
+        println!("this machine has no LAN interface: only the loopback URL was checked");
+    }
+    for url in &health.lan_urls {
+        // Printed with the token, and followed by its QR code (half blocks).
+        let printed = format!("on the LAN: {url}?token={token}\n");
+        let at = text
+            .find(&printed)
+            .unwrap_or_else(|| panic!("{printed} not in {text}"));
+        let qr: Vec<&str> = text[at + printed.len()..].lines().take(12).collect();
+        assert!(
+            qr.iter()
+                .all(|l| !l.is_empty() && l.chars().all(|c| " █▀▄".contains(c))),
+            "{qr:#?}"
+        );
+        let refused = http.get(format!("{url}api/state")).send().await.unwrap();
+        assert_eq!(refused.status(), 401, "{url} without the token");
+        let login = http
+            .get(format!("{url}?token={token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(login.status(), 303, "{url} with the token");
+        let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
+        let page = http
+            .get(url)
+            .header("cookie", cookie.split(';').next().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+    }
+    // The local URL keeps working for this machine (with the token too: the listener is
+    // not loopback-only any more).
+    let local = http
+        .get(format!("{}api/health", health.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(local.status(), 200);
+    stop(home.path());
+}
+
+#[tokio::test]
+async fn tls_serves_the_dashboard_over_https() {
+    let home = temp_home();
+    let (cert, key) = (home.path().join("cert.pem"), home.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl is needed for this test (scripts/test installs it)");
+    assert!(made.status.success(), "{made:?}");
+    let out = output_of({
+        let mut c = cli(home.path());
+        c.args(["daemon", "start", "--json", "--tls-cert"])
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&key);
+        c
+    })
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let health: Health = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        health.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        health.url
+    );
+    let trusted = reqwest::Certificate::from_pem(&std::fs::read(&cert).unwrap()).unwrap();
+    let https = reqwest::Client::builder()
+        .add_root_certificate(trusted)
+        .build()
+        .unwrap();
+    let page = https.get(&health.url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("importmap"));
+    let api: Health = https
+        .get(format!("{}api/health", health.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(api.pid, health.pid);
+    // Plain HTTP to the HTTPS port gets no page.
+    let plain = health.url.replace("https://", "http://");
+    let refused = reqwest::get(&plain).await;
+    assert!(
+        refused.map(|r| r.status() != 200).unwrap_or(true),
+        "plain HTTP served the page"
+    );
+    stop(home.path());
+}
+
+#[tokio::test]
+async fn service_install_lan_runs_the_daemon_on_all_interfaces_with_a_token() {
+    let home = temp_home();
+    let out = output_of({
+        let mut c = cli(home.path());
+        c.args([
+            "service",
+            "install",
+            "--print",
+            "--lan",
+            "--platform",
+            "linux",
+        ]);
+        c
+    })
+    .await;
+    let unit = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{unit}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(unit.contains("\"--listen\" \"0.0.0.0:0\""), "{unit}");
+    assert!(
+        home.path().join("token").is_file(),
+        "the token the listener needs exists"
+    );
+}
