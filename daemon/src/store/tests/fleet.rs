@@ -1,11 +1,11 @@
 //! Several nodes on one PostgreSQL database: claims that never overlap, a lease taken over
 //! and its old owner fenced, a schedule slot fired once, one event order seen by every node,
-//! node names held by one live process.
+//! node names held by one live process, each node's box lock its own.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use lazyboy_protocol::{EventBody, TaskState, Verdict};
+use lazyboy_protocol::{BoxLockAction, EventBody, TaskState, Verdict};
 use tokio_util::sync::CancellationToken;
 
 use super::on_postgres;
@@ -186,5 +186,33 @@ on_postgres! {
         assert_eq!(nodes.len(), 1);
         assert_eq!((nodes[0].pid, nodes[0].stopped_at_ms), (2, None));
         assert_eq!(nodes[0].running, [task.id]);
+    }
+
+    /// Each node has its own box: its lock is rebuilt from the box_lock events of the tasks
+    /// that last ran on it, never from another node's.
+    async fn each_node_rebuilds_its_own_box_lock(db: Db) {
+        let a = db.node("a", 30_000).await;
+        let b = db.node("b", 30_000).await;
+        for name in ["x", "y"] {
+            a.create_agent(name, "", None, None).await.unwrap();
+            a.create_task(name, "job", "/w").await.unwrap();
+        }
+        let on_a = a.claim_next(1).await.unwrap().unwrap();
+        let on_b = b.claim_next(1).await.unwrap().unwrap();
+        for task in [&on_a, &on_b] {
+            let body = EventBody::BoxLock {
+                action: BoxLockAction::Acquired,
+                agent: task.agent.clone(),
+                task: task.id.clone(),
+                person: false,
+                holder: None,
+            };
+            a.append_to_task(task, &body).await.unwrap();
+        }
+        let tasks = |events: Vec<(String, serde_json::Value, i64)>| {
+            events.into_iter().map(|(task, _, _)| task).collect::<Vec<_>>()
+        };
+        assert_eq!(tasks(a.box_lock_events().await.unwrap()), std::slice::from_ref(&on_a.id));
+        assert_eq!(tasks(b.box_lock_events().await.unwrap()), std::slice::from_ref(&on_b.id));
     }
 }

@@ -197,15 +197,11 @@ on_both! {
             .await;
         assert!(message.contains("events_agent_messages"), "{message}");
         let question = store
-            .explain(&format!(
-                "SELECT MAX(seq) FROM events WHERE task_id = {mark}1 AND kind = 'question'"
-            ), 1)
+            .explain("SELECT MAX(seq) FROM events WHERE task_id = 't-1' AND kind = 'question'", 0)
             .await;
         assert!(question.contains("events_task_questions"), "{question}");
         let plan = store
-            .explain(&format!(
-                "SELECT MAX(seq) FROM events WHERE task_id = {mark}1 AND kind = 'plan_updated'"
-            ), 1)
+            .explain("SELECT MAX(seq) FROM events WHERE task_id = 't-1' AND kind = 'plan_updated'", 0)
             .await;
         assert!(plan.contains("events_task_plans"), "{plan}");
         let boxes = store
