@@ -445,17 +445,34 @@ impl Turn {
         fut: impl Future<Output = T>,
     ) -> Result<T, Halt> {
         let started = Instant::now();
-        let mut beat = crate::bus::idle_interval(self.rt.config.heartbeat);
-        let mut fut = std::pin::pin!(fut);
-        loop {
-            tokio::select! {
-                out = &mut fut => return Ok(out),
-                () = self.pause.cancelled() => return Err(Halt::Shutdown),
-                _ = beat.tick() => {
-                    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    self.append(EventBody::Heartbeat { operation: operation.to_owned(), elapsed_ms }).await?;
+        let done = CancellationToken::new();
+        // The heartbeats are a future of their own, polled beside `fut`, and a write once
+        // begun is finished: a `select!` branch body that recorded one would wait forever for
+        // the store's writer while `fut`, not polled meanwhile, held it in the middle of a
+        // write of its own (a box tool's heartbeat while it waits for the box's lock).
+        let beats = async {
+            let mut beat = crate::bus::idle_interval(self.rt.config.heartbeat);
+            loop {
+                tokio::select! {
+                    _ = beat.tick() => {}
+                    () = done.cancelled() => return Ok(()),
                 }
+                let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                self.append(EventBody::Heartbeat {
+                    operation: operation.to_owned(),
+                    elapsed_ms,
+                })
+                .await?;
             }
+        };
+        let work = async {
+            let out = fut.await;
+            done.cancel();
+            Ok::<T, Halt>(out)
+        };
+        tokio::select! {
+            both = async { tokio::try_join!(work, beats) } => both.map(|(out, ())| out),
+            () = self.pause.cancelled() => Err(Halt::Shutdown),
         }
     }
 
