@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Agent, Effect, PlanStep, Task, ToolStatus, Verdict};
+use crate::{Agent, Approval, Effect, PlanStep, Task, ToolStatus, Verdict};
 
 /// `GET /api/state`: every live agent with what it is doing, and the open questions.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -64,6 +64,9 @@ pub struct OpenQuestion {
     pub options: Vec<String>,
     /// For a takeover: login, 2fa, captcha, authorization or other.
     pub takeover: Option<String>,
+    /// For a call waiting for approval: what exactly will run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<Approval>>,
     pub seq: i64,
     pub at_ms: i64,
 }
@@ -123,6 +126,9 @@ pub enum ConversationItem {
         question: String,
         options: Vec<String>,
         takeover: Option<String>,
+        /// For a call waiting for approval: what exactly will run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Box<Approval>>,
         /// The answer, once given (the asking call's result).
         answer: Option<String>,
     },

@@ -88,6 +88,9 @@ async fn wait_view<T>(browser: &Browser, what: &str, check: impl Fn(&View) -> Op
     }
 }
 
+/// A Docker address where no engine answers: the box is unavailable for this daemon.
+const NO_DOCKER: &str = "unix:///nonexistent/docker.sock";
+
 fn button(text: &str) -> String {
     format!("//button[normalize-space()='{text}']")
 }
@@ -160,7 +163,7 @@ async fn person_flow(browser: &Browser, size: Viewport) {
     ));
     // The second task's model call hangs until the person stops it.
     mock.push(Reply::text("never seen").delay(Duration::from_secs(120)));
-    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[("DOCKER_HOST", NO_DOCKER)]).await;
     browser.set_viewport(size).await;
     browser.goto(&daemon.url("/")).await;
     browser
@@ -292,8 +295,8 @@ async fn person_flow(browser: &Browser, size: Viewport) {
         mock.requests()[3].tool_result_for("q1"),
         Some("The person answered: Big market")
     );
-    // The takeover card opens the computer panel (no box here: it says so), and "Done"
-    // hands the task back.
+    // The takeover card opens the computer panel (no Docker for this daemon: it says so),
+    // and "Done" hands the task back.
     browser
         .click("//*[@role='log']//button[normalize-space()='Open the computer']")
         .await;
@@ -611,16 +614,24 @@ async fn while_hidden_it_notifies_and_catches_up_when_shown() {
         browser
             .wait_js("the title count", "return document.title === '(1) LazyBoy'")
             .await;
-        let shown = browser
-            .client
-            .execute_async(
-                "const done = arguments[0];
-                 navigator.serviceWorker.ready.then((r) => r.getNotifications())
-                   .then((list) => done(list.map((n) => [n.title, n.body])));",
-                vec![],
-            )
-            .await
-            .unwrap();
+        // The notification is shown asynchronously after the title changes: wait for it.
+        let give_up = std::time::Instant::now() + lazyboy_tests::browser::DEADLINE;
+        let shown = loop {
+            let shown = browser
+                .client
+                .execute_async(
+                    "const done = arguments[0];
+                     navigator.serviceWorker.ready.then((r) => r.getNotifications())
+                       .then((list) => done(list.map((n) => [n.title, n.body])));",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            if shown != json!([]) || std::time::Instant::now() > give_up {
+                break shown;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        };
         assert_eq!(
             shown,
             json!([["payer asks", "Ready to pay?"]]),

@@ -1,6 +1,7 @@
 // <lb-question>: the agent asks the person. A group labelled by the question, a button per
 // option and a free-text answer; for a takeover, "Open the computer" and "Done". Once
-// answered (or no longer asked) it shows the answer instead of the controls.
+// answered (or no longer asked) it shows the answer instead of the controls. A call waiting
+// for approval also shows exactly what will run: the command, the file's diff, or the URL.
 
 import { h } from '../lib/dom.js';
 import { post } from '../lib/api.js';
@@ -40,6 +41,7 @@ class Question extends HTMLElement {
     const group = h('div.card', { role: 'group', 'aria-labelledby': id },
       h('div.meta', {}, who),
       h('p.question-text', { id }, q.question));
+    if (q.approval) group.append(approvalDetails(q.approval));
     if (open) {
       const controls = h('div.options');
       if (q.takeover) {
@@ -62,4 +64,15 @@ class Question extends HTMLElement {
     this.replaceChildren(group);
   }
 }
+/// What an approval will do, as the daemon previewed it.
+function approvalDetails(a) {
+  const what = a.command != null ? `$ ${a.command}${a.workdir && a.workdir !== '.' ? `   (in ${a.workdir})` : ''}`
+    : a.diff != null ? a.diff
+    : a.url != null ? a.url
+    : a.arguments;
+  return h('div.approval', {},
+    h('div.meta', {}, `${a.tool} · ${a.effect}${a.path ? ` · ${a.path}` : ''}`),
+    h('pre.approval-detail', {}, what));
+}
+
 customElements.define('lb-question', Question);

@@ -97,7 +97,7 @@ export function fold(conv, event) {
     case 'plan_updated': item = { ...base, type: 'plan', steps: d.steps ?? [], explanation: d.explanation ?? null }; break;
     case 'question':
       item = { ...base, type: 'question', call_id: d.call_id, question: d.question, options: d.options ?? [],
-        takeover: d.takeover ?? null, answer: null };
+        takeover: d.takeover ?? null, approval: d.approval ?? null, answer: null };
       break;
     case 'task_finished': {
       const report = conv.reports.get(event.task) ?? null;

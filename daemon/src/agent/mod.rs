@@ -19,6 +19,7 @@
 
 mod approval;
 mod batch;
+mod beats;
 pub mod doctor;
 mod files;
 mod fleet;

@@ -14,7 +14,6 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use lazyboy_protocol::{EventBody, TaskState, ToolCallRecord, ToolStatus, Verdict};
 use tokio::sync::mpsc;
@@ -437,43 +436,21 @@ impl Turn {
         reply
     }
 
-    /// Runs `fut`, appending a heartbeat every interval while it is pending. Stops early on
-    /// shutdown.
+    /// Runs `fut`, recording a heartbeat every `heartbeat` while it runs ([`super::beats`]).
     pub(super) async fn with_heartbeat<T>(
         &self,
         operation: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, Halt> {
-        let started = Instant::now();
-        let done = CancellationToken::new();
-        // The heartbeats are a future of their own, polled beside `fut`, and a write once
-        // begun is finished: a `select!` branch body that recorded one would wait forever for
-        // the store's writer while `fut`, not polled meanwhile, held it in the middle of a
-        // write of its own (a box tool's heartbeat while it waits for the box's lock).
-        let beats = async {
-            let mut beat = crate::bus::idle_interval(self.rt.config.heartbeat);
-            loop {
-                tokio::select! {
-                    _ = beat.tick() => {}
-                    () = done.cancelled() => return Ok(()),
-                }
-                let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                self.append(EventBody::Heartbeat {
-                    operation: operation.to_owned(),
-                    elapsed_ms,
-                })
-                .await?;
-            }
-        };
-        let work = async {
-            let out = fut.await;
-            done.cancel();
-            Ok::<T, Halt>(out)
-        };
-        tokio::select! {
-            both = async { tokio::try_join!(work, beats) } => both.map(|(out, ())| out),
-            () = self.pause.cancelled() => Err(Halt::Shutdown),
-        }
+        // Paused (shutdown, or this node lost the task's claim): stop where it is.
+        super::beats::beside(
+            self.rt.config.heartbeat,
+            &self.pause,
+            operation,
+            fut,
+            |body| self.append(body),
+        )
+        .await
     }
 
     pub(super) async fn record_result(

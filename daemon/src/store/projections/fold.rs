@@ -281,6 +281,9 @@ impl Fold {
                     question: field("question"),
                     options: serde_json::from_value(data["options"].clone()).unwrap_or_default(),
                     takeover: data["takeover"].as_str().map(str::to_owned),
+                    approval: serde_json::from_value(data["approval"].clone())
+                        .ok()
+                        .flatten(),
                     answer: None,
                 }
             }

@@ -76,6 +76,9 @@ impl Store {
                     question: text("question"),
                     options: serde_json::from_value(data["options"].clone()).unwrap_or_default(),
                     takeover: data["takeover"].as_str().map(str::to_owned),
+                    approval: serde_json::from_value(data["approval"].clone())
+                        .ok()
+                        .flatten(),
                     task,
                     agent,
                     seq,
