@@ -95,6 +95,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::answer(&client, &task, text, option, cli.json).await
         }
+        Command::Nodes => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::nodes::run(&client, cli.json).await
+        }
         Command::Schedule(command) => {
             daemon_proc::ensure_running(&client).await?;
             commands::schedule::run(&client, command, cli.json).await

@@ -84,6 +84,8 @@ pub enum Command {
     Stop { task: String },
     /// Continue a task that ended (blocked, failed, out of budget, stopped) with its history.
     Continue { task: String },
+    /// List the daemons (nodes) sharing this daemon's database: heartbeat, running tasks.
+    Nodes,
     /// MCP servers: their state and tools, or test one (connect and list its tools).
     #[command(subcommand)]
     Mcp(McpCommand),
@@ -146,7 +148,14 @@ pub enum BoxCommand {
 #[derive(Debug, Subcommand)]
 pub enum DaemonCommand {
     /// Start a detached daemon (does nothing if one is running).
-    Start(ReachArgs),
+    Start {
+        /// Its node name among daemons sharing a PostgreSQL database (default: the host
+        /// name); agents pinned to it (`team add --node`) run only there.
+        #[arg(long)]
+        node: Option<String>,
+        #[command(flatten)]
+        reach: ReachArgs,
+    },
     /// Stop the daemon gracefully.
     Stop,
     /// Print pid, version, home and dashboard URL.
@@ -259,6 +268,10 @@ pub struct AgentSettings {
     /// The directory its tasks work in; "" for the default (under the home).
     #[arg(long)]
     pub workspace: Option<String>,
+    /// Pin its tasks to this node (several daemons on one PostgreSQL): only that daemon
+    /// runs them. "" unpins it.
+    #[arg(long)]
+    pub node: Option<String>,
     /// Effects whose calls wait for your approval, comma-separated: command,
     /// workspace_write, network, box; "" for none (the default).
     #[arg(long, value_name = "EFFECTS")]

@@ -128,6 +128,12 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
         agent.workspace,
     );
     out.push_str(&format!("usage:        {}\n", usage(&agent.usage)));
+    if let Some(node) = &agent.node {
+        out.push_str(&format!(
+            "node:         {} (its tasks run only there)\n",
+            clean(node)
+        ));
+    }
     let list = |items: Vec<String>| {
         if items.is_empty() {
             "(none)".to_owned()

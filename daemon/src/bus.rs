@@ -1,7 +1,8 @@
 //! Live fan-out: wakes subscribers in-process right after a commit.
 //!
-//! The store publishes each committed event while it still holds the writer lock, so the
-//! channel carries events in `seq` order. The channel is bounded: a subscriber that falls
+//! The store publishes each committed event in `seq` order with no gap: SQLite while it still
+//! holds the writer lock; PostgreSQL through its feed (this daemon's commits directly, other
+//! daemons' through the feed's tailer, which LISTENs and re-reads the log in seq order). The channel is bounded: a subscriber that falls
 //! behind gets `Lagged` and re-reads what it missed from the store ([`Subscription`]), so no
 //! event is ever dropped or sent twice.
 
@@ -39,6 +40,11 @@ impl Bus {
     pub fn publish(&self, event: LiveEvent) {
         // No receivers is fine: nobody is watching.
         let _ = self.tx.send(Arc::new(event));
+    }
+
+    /// The raw channel, for a follower that only needs to be woken (it may lag).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
+        self.tx.subscribe()
     }
 }
 

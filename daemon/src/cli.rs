@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use crate::api::guard::Guard;
 use crate::api::listeners::LocalSocket;
-use crate::{Daemon, bus::Bus, home, store::Store};
+use crate::store::{Database, Fleet, Store};
+use crate::{Daemon, bus::Bus, home};
 use anyhow::Context;
 use clap::Parser;
 use lazyboy_protocol::{DEFAULT_WEB_PORT, paths};
@@ -29,6 +30,10 @@ struct Args {
     /// Leave the terminal's session (used by `lazyboy daemon start`).
     #[arg(long)]
     detach: bool,
+    /// This daemon's name among the daemons sharing a database (default: the host name).
+    /// Agents pinned to it run only here.
+    #[arg(long, env = "LAZYBOY_NODE")]
+    node: Option<String>,
     /// Internal: the descriptor the image before the re-exec handed the secrets over on.
     #[arg(long, hide = true)]
     secrets_fd: Option<i32>,
@@ -63,6 +68,7 @@ pub fn main() -> ExitCode {
 
 fn start(args: Args) -> anyhow::Result<()> {
     let home = paths::home(args.home).context("no home directory: set LAZYBOY_HOME")?;
+    let node = node_name(args.node)?;
     let config = crate::config::Config::load(&home)?;
     let provider_key_names: Vec<String> = config
         .file
@@ -124,7 +130,17 @@ fn start(args: Args) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async move {
-        let store = Store::open(&home.join(paths::DATABASE), Bus::default()).await?;
+        let database =
+            Database::choose(config.database_url().as_deref(), home.join(paths::DATABASE))
+                .map_err(anyhow::Error::msg)?;
+        let fleet = Fleet {
+            node,
+            lease_ttl_ms: config.lease_ttl_ms,
+        };
+        tracing::info!(database = %database.describe(), node = %fleet.node, "opening the store");
+        let store = Store::connect(&database, Bus::default(), fleet)
+            .await
+            .with_context(|| format!("cannot open the database {}", database.describe()))?;
         let tcp = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
@@ -186,6 +202,28 @@ fn seal_inherited_fds() {
             nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
         );
     }
+}
+
+/// `--node`, else the host name; letters, digits, `.`, `_` and `-`, at most 64.
+fn node_name(given: Option<String>) -> anyhow::Result<String> {
+    let name = match given {
+        Some(name) => name,
+        None => nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "local".to_owned()),
+    };
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    anyhow::ensure!(
+        valid,
+        "invalid node name {name:?}: use 1 to 64 letters, digits, '.', '_' or '-'"
+    );
+    Ok(name)
 }
 
 fn web_port() -> anyhow::Result<u16> {

@@ -6,6 +6,7 @@
 //! heartbeat_secs = 20
 //! max_concurrent_tasks = 4         # across agents; each agent runs one task at a time
 //! subagent_max_rounds = 128        # LAZYBOY_SUBAGENT_MAX_ROUNDS wins
+//! database_url = "postgres://db.lan/lazyboy"  # LAZYBOY_DATABASE_URL wins; default: SQLite
 //!
 //! [providers.local]
 //! wire = "openai"                   # or "anthropic"
@@ -36,7 +37,10 @@
 //!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
 //! (`openai`/`anthropic`) define or override the default provider; `OPENAI_API_KEY` and
-//! `ANTHROPIC_API_KEY` are used when nothing else names a key. Keys are read at the moment a
+//! `ANTHROPIC_API_KEY` are used when nothing else names a key. `LAZYBOY_DATABASE_URL`
+//! (`postgres://…`) puts the data in PostgreSQL, shared by several daemons (it is handled as
+//! a secret: it may carry a password, which `database_url` in the file should not);
+//! `LAZYBOY_LEASE_TTL_MS` changes how long a running task's lease lasts (default 30 s). Keys are read at the moment a
 //! provider is built, from the secrets the daemon took out of its environment at start
 //! ([`crate::secrets`]), and never written anywhere.
 
@@ -59,6 +63,9 @@ pub struct ConfigFile {
     pub max_concurrent_tasks: Option<usize>,
     /// Model rounds a subagent may use before it ends `budget_exhausted`.
     pub subagent_max_rounds: Option<u64>,
+    /// Where the data lives: `postgres://…` (several daemons on one database); default the
+    /// SQLite file in the home.
+    pub database_url: Option<String>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
@@ -154,6 +161,8 @@ pub struct Config {
     pub heartbeat: Duration,
     pub max_concurrent_tasks: usize,
     pub subagent_max_rounds: u64,
+    /// How long a running task's lease lasts without renewal.
+    pub lease_ttl_ms: i64,
 }
 
 /// The hint every "no model" error carries.
@@ -185,12 +194,17 @@ impl Config {
             .and_then(|v| v.parse().ok())
             .or(file.subagent_max_rounds)
             .unwrap_or(128);
+        let lease_ttl_ms = env("LAZYBOY_LEASE_TTL_MS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(crate::store::DEFAULT_LEASE_TTL_MS)
+            .max(300);
         Ok(Config {
             file,
             max_rounds_total,
             heartbeat,
             max_concurrent_tasks,
             subagent_max_rounds,
+            lease_ttl_ms,
         })
     }
 
@@ -286,6 +300,12 @@ impl Config {
 }
 
 impl Config {
+    /// `LAZYBOY_DATABASE_URL`, else `database_url`. Read when asked, not at load: the
+    /// variable is a secret, handed over after the config was first read.
+    pub fn database_url(&self) -> Option<String> {
+        env("LAZYBOY_DATABASE_URL").or_else(|| self.file.database_url.clone())
+    }
+
     /// The price of `model`, if the config gives one.
     pub fn price(&self, model: &str) -> Option<Price> {
         self.file.prices.get(model).copied()

@@ -64,6 +64,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         shutdown.clone(),
     );
     runtime.sandbox.set_url(&format!("http://{tcp_addr}/"));
+    let tls = daemon.tls.is_some();
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),
@@ -78,8 +79,9 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             pid: std::process::id(),
             protocol: PROTOCOL_VERSION,
             home: daemon.home.display().to_string(),
-            url: dashboard_url(tcp_addr, daemon.tls.is_some()),
-            lan_urls: api::lan::urls(tcp_addr, daemon.tls.is_some()),
+            url: dashboard_url(tcp_addr, tls),
+            node: daemon.store.fleet().node.clone(),
+            lan_urls: api::lan::urls(tcp_addr, tls),
             sandbox: match confine::status() {
                 Ok(what) => what.clone(),
                 Err(why) => format!("unavailable: {why}"),
@@ -122,9 +124,10 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         api::socket_router(state).into_make_service_with_connect_info::<api::peers::Peer>(),
     )
     .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    match runtime.start().await {
+    match runtime.start(&dashboard_url(tcp_addr, tls)).await {
         Ok(0) => {}
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),
+        Err(error @ store::StoreError::NodeInUse(_)) => return Err(error.into()),
         Err(error) => tracing::error!(%error, "cannot resume tasks"),
     }
     let servers = async { tokio::join!(tcp_server, socket_server) };
@@ -142,6 +145,9 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     };
     tracing::info!("listeners closed; pausing tasks");
     runtime.shutdown().await;
+    if let Err(error) = daemon.store.node_stopped(&runtime.instance).await {
+        tracing::warn!(%error, "cannot mark the node stopped");
+    }
     tracing::info!("closing the database");
     daemon.store.close().await;
     tcp_result?;

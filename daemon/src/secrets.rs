@@ -32,11 +32,13 @@ use std::sync::OnceLock;
 use anyhow::{Context, bail};
 
 /// Variables that always hold secrets; each provider's `api_key_env` adds its own.
-pub const FIXED: [&str; 4] = [
+pub const FIXED: [&str; 5] = [
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "LAZYBOY_API_KEY",
     "LAZYBOY_TOKEN",
+    // A PostgreSQL URL may carry the database's password.
+    "LAZYBOY_DATABASE_URL",
 ];
 
 /// The most a pipe is sure to hold without a reader (macOS starts pipes at 16 KiB): the

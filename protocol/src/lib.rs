@@ -4,6 +4,9 @@
 //! JSON; the event stream is SSE whose `data:` is an [`Event`] and whose `id:` is its `seq`.
 //! Bump [`PROTOCOL_VERSION`] whenever a change here would confuse the other side.
 
+mod nodes;
+
+pub use nodes::{Node, NodeList};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -66,6 +69,9 @@ pub struct Health {
     /// The URL of the dashboard (the TCP listener) on this machine; never `0.0.0.0`.
     #[serde(default)]
     pub url: String,
+    /// This daemon's node name (several daemons on one database tell themselves apart by it).
+    #[serde(default)]
+    pub node: String,
     /// For a listener on all interfaces: its URL on each network interface (what a phone on
     /// the same network opens). Empty for a loopback listener.
     #[serde(default)]
@@ -101,6 +107,9 @@ pub struct CreateAgent {
     /// An absolute directory the agent's tasks work in; default: `<home>/workspaces/<name>`.
     #[serde(default)]
     pub workspace: Option<String>,
+    /// Pin the agent's tasks to this node (several daemons on one database).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// The MCP servers (names of `[mcp.servers.NAME]`) whose tools its tasks get.
     #[serde(default)]
     pub mcp: Option<Vec<String>>,
@@ -126,6 +135,9 @@ pub struct UpdateAgent {
     pub model: Option<String>,
     #[serde(default)]
     pub workspace: Option<String>,
+    /// The node to pin the agent to; an empty string unpins it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// Replaces the agent's MCP servers (`[]`: none).
     #[serde(default)]
     pub mcp: Option<Vec<String>>,
@@ -168,6 +180,9 @@ pub struct Agent {
     /// What all its tasks' model requests cost.
     #[serde(default)]
     pub usage: Usage,
+    /// The node its tasks are pinned to (`None`: whichever daemon has room).
+    #[serde(default)]
+    pub node: Option<String>,
     /// The MCP servers whose tools its tasks get.
     #[serde(default)]
     pub mcp: Vec<String>,
@@ -460,6 +475,8 @@ pub enum EventBody {
     },
     /// A slot went by without a task: it was missed and `skip_missed` (or the config's
     /// `[schedules] run_missed = false`) says so, or the task could not be queued (`reason`).
+    /// The agent's tasks were pinned to a node (`None`: any node may run them).
+    AgentPinned { node: Option<String> },
     ScheduleSkipped {
         schedule: String,
         due_at_ms: i64,
@@ -706,6 +723,9 @@ pub struct Task {
     /// What its model requests cost so far.
     #[serde(default)]
     pub usage: Usage,
+    /// The node whose daemon claimed it: where it runs, or last ran.
+    #[serde(default)]
+    pub node: Option<String>,
 }
 
 /// Tokens a task (or an agent, summed over its tasks) used, and their cost where the config
@@ -894,6 +914,7 @@ impl EventBody {
             EventBody::ScheduleResumed { .. } => "schedule_resumed",
             EventBody::ScheduleFired { .. } => "schedule_fired",
             EventBody::ScheduleSkipped { .. } => "schedule_skipped",
+            EventBody::AgentPinned { .. } => "agent_pinned",
             EventBody::BoxState { .. } => "box_state",
             EventBody::BoxLock { .. } => "box_lock",
             EventBody::ToolImage { .. } => "tool_image",
@@ -1097,6 +1118,9 @@ mod tests {
                 schedule: "s-1".into(),
                 due_at_ms: 1,
                 reason: "r".into(),
+            },
+            EventBody::AgentPinned {
+                node: Some("n1".into()),
             },
             EventBody::BoxState {
                 state: BoxState::Unavailable,

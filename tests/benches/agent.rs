@@ -56,7 +56,12 @@ async fn run() {
             let lines = std::fs::read_to_string(ws.path().join("out.txt")).unwrap();
             if lines.lines().count() != steps {
                 let events = lazyboy_tests::all_events(&daemon, 0).await;
-                for e in events.iter().rev().filter(|e| e.kind != "assistant_delta").take(12) {
+                for e in events
+                    .iter()
+                    .rev()
+                    .filter(|e| e.kind != "assistant_delta")
+                    .take(12)
+                {
                     eprintln!("{} {} {}", e.seq, e.kind, e.data);
                 }
                 panic!("{} of {steps} steps ran:\n{lines}", lines.lines().count());

@@ -75,7 +75,11 @@ async fn run() {
     for i in 0..reps {
         // Numbered (`true` ignores its arguments): identical calls with identical results in
         // a row would (rightly) trip the loop fuse.
-        calls.push((format!("sh{i}"), "box_shell", json!({"command": format!("true {i}")})));
+        calls.push((
+            format!("sh{i}"),
+            "box_shell",
+            json!({"command": format!("true {i}")}),
+        ));
     }
     for i in 0..reps {
         calls.push((format!("ss{i}"), "screenshot", json!({})));

@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod boxes;
 pub mod browser;
+pub mod fleet;
 pub mod history;
 pub mod mcp_servers;
 pub mod mock_model;
@@ -140,6 +141,10 @@ impl TestDaemon {
             .env_remove("LAZYBOY_API_KEY")
             .env_remove("LAZYBOY_WIRE")
             .env_remove("LAZYBOY_MAX_ROUNDS_TOTAL")
+            // SQLite in the home unless a test gives a database (and a node name).
+            .env_remove("LAZYBOY_DATABASE_URL")
+            .env_remove("LAZYBOY_NODE")
+            .env_remove("LAZYBOY_LEASE_TTL_MS")
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .env("RUST_LOG", "info")
@@ -356,6 +361,7 @@ fn empty_health() -> Health {
         protocol: 0,
         home: String::new(),
         url: String::new(),
+        node: String::new(),
         lan_urls: Vec::new(),
         sandbox: String::new(),
     }

@@ -363,7 +363,7 @@ enum Script {
 
 struct Shared {
     script: Mutex<VecDeque<Script>>,
-    fallback: Mutex<Reply>,
+    fallback: Mutex<Script>,
     requests: Mutex<Vec<CapturedRequest>>,
     violations: Mutex<Vec<String>>,
     /// Set by tests that send broken conversations on purpose.
@@ -384,7 +384,7 @@ impl MockModel {
     pub async fn start() -> MockModel {
         let shared = Arc::new(Shared {
             script: Mutex::new(VecDeque::new()),
-            fallback: Mutex::new(Reply::text(NO_SCRIPT_LEFT)),
+            fallback: Mutex::new(Script::Fixed(Reply::text(NO_SCRIPT_LEFT))),
             requests: Mutex::new(Vec::new()),
             violations: Mutex::new(Vec::new()),
             expect_violations: std::sync::atomic::AtomicBool::new(false),
@@ -443,7 +443,12 @@ impl MockModel {
 
     /// The reply used once the queue is empty (default: the text [`NO_SCRIPT_LEFT`]).
     pub fn set_fallback(&self, reply: Reply) {
-        *self.shared.fallback.lock().unwrap() = reply;
+        *self.shared.fallback.lock().unwrap() = Script::Fixed(reply);
+    }
+
+    /// The reply, computed from each request, used once the queue is empty.
+    pub fn set_fallback_fn(&self, f: impl Fn(&CapturedRequest) -> Reply + Send + Sync + 'static) {
+        *self.shared.fallback.lock().unwrap() = Script::Computed(Arc::new(f));
     }
 
     /// Scripted replies not yet used.
@@ -592,7 +597,10 @@ async fn handle(
     let reply = match next {
         Some(Script::Fixed(reply)) => reply,
         Some(Script::Computed(f)) => f(&captured),
-        None => shared.fallback.lock().unwrap().clone(),
+        None => match &*shared.fallback.lock().unwrap() {
+            Script::Fixed(reply) => reply.clone(),
+            Script::Computed(f) => f(&captured),
+        },
     };
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;

@@ -13,8 +13,11 @@ use crate::daemon_proc;
 
 pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow::Result<i32> {
     match command {
-        DaemonCommand::Start(reach) => {
+        DaemonCommand::Start { node, reach } => {
             let mut args = crate::reach::tls_args(&reach)?;
+            if let Some(node) = node {
+                args.extend(["--node".to_owned(), node]);
+            }
             let token = if reach.lan {
                 let listen = crate::reach::lan_listen()?.to_string();
                 args.splice(0..0, ["--listen".to_owned(), listen]);
@@ -71,8 +74,8 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(health)?);
     } else {
         println!(
-            "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}",
-            health.version, health.pid, health.home, health.url
+            "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}\nnode:      {}",
+            health.version, health.pid, health.home, health.url, health.node
         );
         for url in &health.lan_urls {
             println!("lan:       {url}");

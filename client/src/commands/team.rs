@@ -13,6 +13,7 @@ use crate::render;
 pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Add { name, settings } => {
+            let node = settings.node.clone();
             let mcp = settings.mcp_list();
             let (approve, allow, sandbox) = settings.boundaries()?;
             let (instructions, model, workspace) = settings.resolve()?;
@@ -21,6 +22,7 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
                 instructions,
                 model,
                 workspace,
+                node,
                 mcp,
                 approve,
                 allow,
@@ -44,6 +46,7 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
             print_agent(&agent, json, "")?;
         }
         TeamCommand::Edit { name, settings } => {
+            let node = settings.node.clone();
             let mcp = settings.mcp_list();
             let (approve, allow, sandbox) = settings.boundaries()?;
             let (instructions, model, workspace) = settings.resolve()?;
@@ -52,17 +55,19 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
                 && model.is_none()
                 && workspace.is_none()
                 && mcp.is_none()
+                && node.is_none()
                 && !boundaries
             {
                 anyhow::bail!(
                     "nothing to change: give --instructions, --instructions-file, --model, \
-                     --workspace, --mcp, --approve, --allow or --sandbox"
+                     --workspace, --node, --mcp, --approve, --allow or --sandbox"
                 );
             }
             let request = UpdateAgent {
                 instructions,
                 model,
                 workspace,
+                node,
                 mcp,
                 approve,
                 allow,

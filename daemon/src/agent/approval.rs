@@ -162,18 +162,21 @@ impl Runtime {
             decision,
             reason: reason.clone(),
         };
-        let event = self.store.append_to_task(task, &decided).await?;
+        let mut records = vec![decided];
         if decision == Decision::Deny {
-            let result = EventBody::ToolResult {
+            records.push(EventBody::ToolResult {
                 call_id,
                 name: approval.tool,
                 status: ToolStatus::Error,
                 output: policy::denial(reason.as_deref()),
                 progress: false,
-            };
-            self.store.append_to_task(task, &result).await?;
+            });
         }
-        self.store.set_task_state(task, TaskState::Queued).await?;
+        // One transaction: no daemon can start the task before its decision is in.
+        let event = self
+            .store
+            .requeue_with(task, TaskState::WaitingForHuman, &records)
+            .await?;
         tracing::info!(task = %task.id, ?decision, "the person decided on an approval");
         Ok(event.seq)
     }

@@ -367,6 +367,7 @@ impl History {
             EventBody::AgentCreated { .. }
             | EventBody::AgentDeleted {}
             | EventBody::AgentUpdated { .. }
+            | EventBody::AgentPinned { .. }
             | EventBody::TaskState { .. }
             | EventBody::AssistantDelta { .. }
             | EventBody::Heartbeat { .. }

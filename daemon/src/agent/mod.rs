@@ -1,12 +1,15 @@
 //! Agents at work: the runtime that schedules and runs tasks, and the turn loop.
 //!
-//! `Runtime` owns the running tasks (one tokio task each, with its own cancellation token)
-//! and the scheduler: queued tasks start oldest first, at most one per agent and at most
-//! `max_concurrent_tasks` overall. The scheduler wakes when a task is queued or finishes (a
-//! `Notify`), never on a tick. Subagents (tasks with a parent) start at once, outside both
-//! limits: they are part of their parent's work, and a parent waiting for them must never
-//! wait for a slot they need. Every running task holds a lease in the store, renewed every
-//! 10 s ([`LEASE_RENEW_MS`]) by one timer for all of them.
+//! `Runtime` owns the tasks this daemon runs (one tokio task each, with its own cancellation
+//! and pause tokens) and the scheduler (`fleet.rs`): a task starts only once this daemon's
+//! node claimed it in the store (a compare-and-set, see `store::claims`), queued tasks
+//! oldest first, at most one top-level task per agent across every daemon on the database,
+//! at most `max_concurrent_tasks` on this node. Subagents (tasks with a parent) are claimed
+//! at once by their parent's node, outside both limits: they are part of their parent's
+//! work, and a parent waiting for them must never wait for a slot they need. Every running
+//! task holds a lease in the store, renewed by its owner every third of the lease TTL by one
+//! timer for all of them; a task whose lease ran out is recovered by whichever daemon claims
+//! it next.
 //!
 //! The loop itself is `turn.rs` (a thin driver over the store, the provider and the tools)
 //! and `batch.rs` (one reply's calls through the task's registry); its decisions are plain
@@ -19,6 +22,7 @@ mod batch;
 mod beats;
 pub mod doctor;
 mod files;
+mod fleet;
 pub mod fuse;
 pub mod history;
 mod person;
@@ -49,7 +53,7 @@ use crate::config::Config;
 pub use files::FileError;
 pub use person::{Delivered, MessageError};
 
-use crate::store::{AgentRow, LEASE_RENEW_MS, Store, StoreError, TaskRow};
+use crate::store::{AgentRow, Store, StoreError, TaskRow};
 use crate::tools::CommandRegistry;
 use crate::tools::commands::{Command, WaitEnd};
 
@@ -90,6 +94,9 @@ struct Running {
     /// Set for a subagent: outside the scheduler's limits, never steered by agent name.
     parent: Option<String>,
     cancel: CancellationToken,
+    /// Stops the loop where it is, without a verdict (as a shutdown does): the daemon lost,
+    /// or may be about to lose, the task's claim.
+    pause: CancellationToken,
     /// Raised when the person sent a new instruction: the loop skips the rest of its batch.
     steered: Arc<AtomicBool>,
 }
@@ -118,6 +125,8 @@ pub struct Runtime {
     /// The daemon's shutdown: loops stop where they are, leaving tasks to resume at the next
     /// start (a shutdown is not a verdict).
     shutdown: CancellationToken,
+    /// This process's id in the nodes table (a fresh one per start).
+    pub instance: String,
 }
 
 impl Runtime {
@@ -146,59 +155,18 @@ impl Runtime {
             finished: watch::Sender::new(0),
             tracker: TaskTracker::new(),
             shutdown,
+            instance: uuid::Uuid::now_v7().to_string(),
         })
+    }
+
+    /// This daemon's node name.
+    pub fn node(&self) -> &str {
+        &self.store.fleet().node
     }
 
     /// Tells the scheduler that a task was queued.
     pub fn enqueue(&self) {
         self.wake.notify_one();
-    }
-
-    /// At start: tasks that were running or recovering when the daemon died resume from their
-    /// checkpoints (the loop marks in-flight calls `unknown`); then the scheduler starts and
-    /// picks up the queue, and the schedules' timer starts (running missed slots once).
-    /// Returns how many tasks resumed.
-    pub async fn start(self: &Arc<Self>) -> Result<usize, StoreError> {
-        // Before any task resumes: who held the box survives, dead holders do not.
-        self.sandbox.recover().await?;
-        let interrupted = self
-            .store
-            .tasks_in(&[TaskState::Running, TaskState::Recovering])
-            .await?;
-        let count = interrupted.len();
-        {
-            let mut running = self.running.lock().await;
-            for task in interrupted {
-                self.store
-                    .set_task_state(&task, TaskState::Recovering)
-                    .await?;
-                self.spawn(&mut running, task);
-            }
-        }
-        let runtime = self.clone();
-        self.tracker.spawn(async move { runtime.schedule().await });
-        let runtime = self.clone();
-        self.tracker
-            .spawn(async move { runtime.renew_leases().await });
-        self.tracker.spawn(schedules::run(self.clone()));
-        Ok(count)
-    }
-
-    /// Renews the lease of every running task every [`LEASE_RENEW_MS`], until shutdown.
-    async fn renew_leases(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(Duration::from_millis(LEASE_RENEW_MS));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await; // the first tick is immediate; starting a task sets its lease
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                () = self.shutdown.cancelled() => return,
-            }
-            let ids: Vec<String> = self.running.lock().await.keys().cloned().collect();
-            if let Err(error) = self.store.renew_leases(&ids).await {
-                tracing::error!(%error, "cannot renew the leases of running tasks");
-            }
-        }
     }
 
     /// Records `command_ended` in the task when the background command ends (not at
@@ -240,55 +208,9 @@ impl Runtime {
         self.finished.subscribe()
     }
 
-    /// The scheduler loop.
-    async fn schedule(self: Arc<Self>) {
-        loop {
-            if let Err(error) = self.fill().await {
-                tracing::error!(%error, "scheduler: cannot read the queue");
-            }
-            tokio::select! {
-                () = self.wake.notified() => {}
-                () = self.shutdown.cancelled() => return,
-            }
-        }
-    }
-
-    /// Starts queued tasks while the limits allow.
-    async fn fill(self: &Arc<Self>) -> Result<(), StoreError> {
-        let limit = self.config.max_concurrent_tasks;
-        let mut running = self.running.lock().await;
-        if self.shutdown.is_cancelled() {
-            return Ok(());
-        }
-        let top_level = |running: &HashMap<String, Running>| {
-            running.values().filter(|r| r.parent.is_none()).count()
-        };
-        for task in self.store.tasks_in(&[TaskState::Queued]).await? {
-            // A loop just spawned has not marked its task running yet: never start a second.
-            if running.contains_key(&task.id) {
-                continue;
-            }
-            if task.parent_id.is_some() {
-                self.spawn(&mut running, task);
-                continue;
-            }
-            if top_level(&running) >= limit {
-                continue;
-            }
-            // Oldest first: an agent's later tasks wait behind its running one.
-            if running
-                .values()
-                .any(|r| r.agent_id == task.agent_id && r.parent.is_none())
-            {
-                continue;
-            }
-            self.spawn(&mut running, task);
-        }
-        Ok(())
-    }
-
     fn spawn(self: &Arc<Self>, running: &mut HashMap<String, Running>, task: TaskRow) {
         let cancel = CancellationToken::new();
+        let pause = self.shutdown.child_token();
         let steered = Arc::new(AtomicBool::new(false));
         running.insert(
             task.id.clone(),
@@ -297,6 +219,7 @@ impl Runtime {
                 agent: task.agent.clone(),
                 parent: task.parent_id.clone(),
                 cancel: cancel.clone(),
+                pause: pause.clone(),
                 steered: steered.clone(),
             },
         );
@@ -307,7 +230,7 @@ impl Runtime {
                 let id = task.id.clone();
                 let row = task.clone();
                 // A bug in a tool must not leave the task running forever or its agent stuck.
-                let outcome = AssertUnwindSafe(turn::run(&runtime, task, cancel, steered))
+                let outcome = AssertUnwindSafe(turn::run(&runtime, task, cancel, pause, steered))
                     .catch_unwind()
                     .await;
                 if outcome.is_err() {
@@ -350,10 +273,21 @@ impl Runtime {
         let task = self.store.task(task_id).await?;
         match task.state() {
             TaskState::Queued => {
-                self.store
-                    .finish_task(&task, Verdict::Cancelled, "stopped before it started")
-                    .await?;
-                Ok(true)
+                let ended = self
+                    .store
+                    .end_task(
+                        &task,
+                        TaskState::Queued,
+                        Verdict::Cancelled,
+                        "stopped before it started",
+                    )
+                    .await;
+                match ended {
+                    Ok(()) => Ok(true),
+                    // Another daemon claimed it meanwhile: its owner stops it.
+                    Err(StoreError::Changed { .. }) => self.store.request_stop(task_id).await,
+                    Err(error) => Err(error),
+                }
             }
             // No loop runs for it: it ends now, its question answered by the stop.
             TaskState::WaitingForHuman => {
@@ -370,10 +304,17 @@ impl Runtime {
                     self.store.append_to_task(&task, &result).await?;
                 }
                 self.store
-                    .finish_task(&task, Verdict::Cancelled, "stopped by the person")
+                    .end_task(
+                        &task,
+                        TaskState::WaitingForHuman,
+                        Verdict::Cancelled,
+                        "stopped by the person",
+                    )
                     .await?;
                 Ok(true)
             }
+            // Another daemon runs it: its owner sees the request when it renews the lease.
+            TaskState::Running | TaskState::Recovering => self.store.request_stop(task_id).await,
             _ => Ok(false),
         }
     }
@@ -399,16 +340,27 @@ impl Runtime {
         for task in &open {
             self.stop(&task.id).await?;
         }
-        // Running loops record their own `cancelled`; wait for them (bounded).
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        // Running loops record their own `cancelled`; wait for them (bounded), here and on
+        // other daemons (which see the stop when they renew their leases: within a third of
+        // the lease TTL; their ends bump `finished` through the fleet watcher).
+        let deadline = tokio::time::Instant::now()
+            + Duration::from_secs(10)
+            + Duration::from_millis(self.renew_every_ms());
         loop {
-            let left = self
+            let here = self
                 .running
                 .lock()
                 .await
                 .values()
                 .any(|r| r.agent_id == agent.id);
-            if !left {
+            let elsewhere = !here
+                && self
+                    .store
+                    .list_tasks(Some(name), None, u32::MAX)
+                    .await?
+                    .iter()
+                    .any(|t| matches!(t.state(), TaskState::Running | TaskState::Recovering));
+            if !here && !elsewhere {
                 break;
             }
             if tokio::time::timeout_at(deadline, finished.changed())
@@ -420,10 +372,24 @@ impl Runtime {
             }
         }
         for task in self.store.list_tasks(Some(name), None, u32::MAX).await? {
-            if !task.state().is_final() {
+            let state = task.state();
+            if state.is_final() {
+                continue;
+            }
+            let guard_owner = matches!(state, TaskState::Running | TaskState::Recovering);
+            let ended = if guard_owner {
+                // Left running by a loop that is gone (ours): its claim is still ours.
                 self.store
                     .finish_task(&task, Verdict::Cancelled, "the agent was removed")
-                    .await?;
+                    .await
+            } else {
+                self.store
+                    .end_task(&task, state, Verdict::Cancelled, "the agent was removed")
+                    .await
+            };
+            match ended {
+                Ok(()) | Err(StoreError::Changed { .. } | StoreError::NotOwner(_)) => {}
+                Err(error) => return Err(error.into()),
             }
         }
         self.store.delete_agent(name).await?;

@@ -92,8 +92,9 @@ impl Runtime {
 
     /// A message to an agent whose task is running steers that task: it is added to the
     /// task's thread, and the loop skips the rest of its current batch and decides again.
-    /// `None` when the agent has no running task.
-    /// Checked in memory first, so a message to an idle agent costs no extra query.
+    /// `None` when the agent has no running task. A task another daemon runs gets the
+    /// message in its thread and takes it at its next model round (its batch in progress is
+    /// not cut short).
     pub async fn steer(
         &self,
         agent: &str,
@@ -104,7 +105,10 @@ impl Runtime {
             .iter()
             .find(|(_, r)| r.agent == agent && r.parent.is_none())
         else {
-            return Ok(None);
+            if self.store.exclusive() {
+                return Ok(None);
+            }
+            return self.steer_elsewhere(agent, text).await;
         };
         let row = self.store.task(task_id).await?;
         let body = EventBody::UserMessage {
@@ -117,6 +121,27 @@ impl Runtime {
         Ok(Some((row, event.seq)))
     }
 
+    /// The agent's top-level task another daemon runs, if any, gets the message.
+    async fn steer_elsewhere(
+        &self,
+        agent: &str,
+        text: &str,
+    ) -> Result<Option<(TaskRow, i64)>, StoreError> {
+        let found = self.store.agent(agent).await?;
+        let (Some(task_id), Some(TaskState::Running | TaskState::Recovering)) = (
+            found.current_task.as_deref(),
+            found.task_state.as_deref().and_then(TaskState::parse),
+        ) else {
+            return Ok(None);
+        };
+        let row = self.store.task(task_id).await?;
+        let body = EventBody::UserMessage {
+            text: text.to_owned(),
+        };
+        let event = self.store.append_to_task(&row, &body).await?;
+        Ok(Some((row, event.seq)))
+    }
+
     /// A message to one task: steering when it runs; added before its first step when it is
     /// queued; a new turn (like `continue`) when it ended.
     pub async fn message_task(&self, task_id: &str, text: &str) -> Result<(), AnswerError> {
@@ -125,14 +150,16 @@ impl Runtime {
         let body = EventBody::UserMessage {
             text: text.to_owned(),
         };
-        self.store.append_to_task(&task, &body).await?;
         if let Some(run) = running.get(task_id) {
+            self.store.append_to_task(&task, &body).await?;
             run.steered.store(true, Ordering::SeqCst);
             self.finished.send_modify(|n| *n += 1);
         } else if task.state().is_final() {
-            self.store.set_task_state(&task, TaskState::Queued).await?;
+            self.store.requeue(&task, task.state(), &body).await?;
             drop(running);
             self.enqueue();
+        } else {
+            self.store.append_to_task(&task, &body).await?;
         }
         Ok(())
     }
@@ -191,8 +218,11 @@ impl Runtime {
             output,
             progress: false,
         };
-        let event = self.store.append_to_task(task, &result).await?;
-        self.store.set_task_state(task, TaskState::Queued).await?;
+        // One transaction: no daemon can start the task before its answer is in.
+        let event = self
+            .store
+            .requeue(task, TaskState::WaitingForHuman, &result)
+            .await?;
         Ok(event.seq)
     }
 
@@ -207,8 +237,7 @@ impl Runtime {
         let note = EventBody::UserMessage {
             text: "Continue this task from where it stopped.".to_owned(),
         };
-        self.store.append_to_task(&task, &note).await?;
-        self.store.set_task_state(&task, TaskState::Queued).await?;
+        self.store.requeue(&task, task.state(), &note).await?;
         drop(running);
         self.enqueue();
         Ok(())

@@ -105,7 +105,7 @@ impl Turn {
                     self.append(EventBody::Heartbeat { operation, elapsed_ms }).await?;
                 }
                 () = self.cancel.cancelled() => return Ok(Some(self.cancelled())),
-                () = self.rt.shutdown.cancelled() => return Err(Halt::Shutdown),
+                () = self.pause.cancelled() => return Err(Halt::Shutdown),
             }
         }
         // Read again: it names the commands and subagents recorded since the turn began.

@@ -48,7 +48,7 @@ impl TaskScope for Scope {
 
     fn record(&self, body: EventBody) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
-            self.rt.store.append_to_task(&self.task, &body).await?;
+            self.rt.store.append_as_owner(&self.task, &body).await?;
             Ok(())
         })
     }

@@ -52,6 +52,7 @@ pub(super) async fn run(
     rt: &Arc<Runtime>,
     task: TaskRow,
     cancel: CancellationToken,
+    pause: CancellationToken,
     steered: Arc<AtomicBool>,
 ) {
     let mut tools = Registry::for_task(&TaskTools {
@@ -80,6 +81,7 @@ pub(super) async fn run(
         tools,
         scope,
         cancel,
+        pause,
         guard: LoopGuard::default(),
         reminders: Vec::new(),
         asked_person: false,
@@ -108,11 +110,13 @@ pub(super) async fn run(
             }
             tracing::info!(?verdict, "task finished");
         }
-        Err(Halt::Shutdown) => {
+        Err(Halt::Shutdown) if rt.shutdown.is_cancelled() => {
             // The task resumes at the next start, holding the box as it did.
             tracing::info!("task paused by shutdown");
             return;
         }
+        // Its claim was lost (another node took it over): this node's box is not its own.
+        Err(Halt::Shutdown) => tracing::info!("task paused: its claim was lost"),
         Err(Halt::Store(error)) => tracing::error!(%error, "task stopped: the store failed"),
         Err(Halt::Fatal(error)) => tracing::error!(%error, "task stopped: a tool lost the store"),
     }
@@ -128,6 +132,8 @@ pub(super) struct Turn {
     /// What those tools see of the task.
     pub(super) scope: Arc<Scope>,
     pub(super) cancel: CancellationToken,
+    /// The daemon's shutdown, or this task's claim lost: stop where it is, no verdict.
+    pub(super) pause: CancellationToken,
     pub(super) guard: LoopGuard,
     /// Reminders from the loop guard, told to the model once the whole batch has its results
     /// (a note between two results of one reply would break the wire format).
@@ -211,10 +217,13 @@ impl Turn {
         }
         self.report_lost_commands(&history).await?;
         self.known_background = history.background.iter().map(|b| b.id.clone()).collect();
-        self.rt
-            .store
-            .set_task_state(&self.task, TaskState::Running)
-            .await?;
+        // A claim from the queue already made it `running`; a recovery made it `recovering`.
+        if self.task.state() != TaskState::Running {
+            self.rt
+                .store
+                .set_task_state(&self.task, TaskState::Running)
+                .await?;
+        }
         let mut history = history;
         self.catch_up(&mut history).await?;
 
@@ -378,6 +387,8 @@ impl Turn {
             .collect()
     }
 
+    /// Appends to the task as its owner: refused once this node lost the claim, so a loop
+    /// that lost it records nothing more (no new call's intent in particular).
     pub(super) async fn append(&self, mut body: EventBody) -> Result<(), Halt> {
         // A result never carries a configured key's value to the log or the model.
         if let EventBody::ToolResult { output, .. } = &mut body
@@ -385,7 +396,7 @@ impl Turn {
         {
             *output = clean;
         }
-        self.rt.store.append_to_task(&self.task, &body).await?;
+        self.rt.store.append_as_owner(&self.task, &body).await?;
         Ok(())
     }
 
@@ -425,17 +436,16 @@ impl Turn {
         reply
     }
 
-    /// Runs `fut`, appending a heartbeat every interval while it is pending. Stops early on
-    /// shutdown.
     /// Runs `fut`, recording a heartbeat every `heartbeat` while it runs ([`super::beats`]).
     pub(super) async fn with_heartbeat<T>(
         &self,
         operation: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, Halt> {
+        // Paused (shutdown, or this node lost the task's claim): stop where it is.
         super::beats::beside(
             self.rt.config.heartbeat,
-            &self.rt.shutdown,
+            &self.pause,
             operation,
             fut,
             |body| self.append(body),

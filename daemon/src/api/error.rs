@@ -116,7 +116,10 @@ impl From<crate::sandbox::BoxError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> ApiError {
         match error {
-            StoreError::AgentExists(_) => {
+            StoreError::AgentExists(_)
+            | StoreError::Changed { .. }
+            | StoreError::NotOwner(_)
+            | StoreError::NodeInUse(_) => {
                 ApiError::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }
             StoreError::NoSuchAgent(_)

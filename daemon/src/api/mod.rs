@@ -95,6 +95,7 @@ fn api(state: AppState) -> Router {
             "/api/schedules/{id}/resume",
             post(routes::schedules::resume),
         )
+        .route("/api/nodes", get(routes::nodes::list))
         .route("/api/mcp", get(routes::mcp::list))
         .route("/api/mcp/{name}/test", post(routes::mcp::test))
         .route("/api/doctor", get(routes::doctor::get))

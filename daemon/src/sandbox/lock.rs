@@ -305,6 +305,7 @@ mod tests {
             output_tokens: 0,
             usage_estimated: false,
             cost_microusd: None,
+            owner: None,
             mcp: String::new(),
         }
     }

@@ -13,9 +13,9 @@ use lazyboy_protocol::EventBody;
 use super::{Store, StoreError};
 
 /// The kinds that make up the conversation, as the partial index `events_dialogue` and
-/// the FTS trigger name them (queries repeat the list so SQLite uses the index).
-const KINDS: &str = "('user_message', 'agent_message', 'task_created', 'task_finished', \
-                     'summary', 'conversation_cleared')";
+/// the full-text index name them (queries repeat the list so the planner uses the index).
+pub(super) const KINDS: &str = "('user_message', 'agent_message', 'task_created', \
+    'task_finished', 'summary', 'conversation_cleared')";
 
 /// One line of the conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,12 +38,13 @@ pub struct Query {
     pub include_cleared: bool,
 }
 
+/// An event of the conversation as both backends read it.
 #[derive(sqlx::FromRow)]
-struct Row {
-    seq: i64,
-    task_id: Option<String>,
-    kind: String,
-    data: String,
+pub(super) struct Row {
+    pub seq: i64,
+    pub task_id: Option<String>,
+    pub kind: String,
+    pub data: String,
 }
 
 impl Row {
@@ -65,19 +66,43 @@ impl Row {
     }
 }
 
-impl Store {
+super::facade! {
     /// The seq of the agent's last `team clear` (0 if never cleared).
-    pub async fn generation_start(&self, agent_id: i64) -> Result<i64, StoreError> {
-        let sql = format!(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE agent_id = ? AND kind IN {KINDS} \
-             AND kind = 'conversation_cleared'"
-        );
-        Ok(sqlx::query_scalar(&sql)
-            .bind(agent_id)
-            .fetch_one(&self.inner.reader)
-            .await?)
-    }
+    pub async fn generation_start(&self, agent_id: i64) -> Result<i64, StoreError>;
 
+    /// One event of the agent, whole (what a stub in a trimmed request points to).
+    pub async fn agent_event(
+        &self,
+        agent_id: i64,
+        seq: i64,
+    ) -> Result<Option<(String, serde_json::Value)>, StoreError>;
+
+    /// The conversation's events newest first, after `since` and before `before`, of the
+    /// agent's chat thread and top-level tasks.
+    async fn conversation_events(
+        &self,
+        agent_id: i64,
+        since: i64,
+        before: i64,
+        limit: u32,
+    ) -> Result<Vec<Row>, StoreError>;
+
+    /// The agent's latest `summary` in its chat thread after `since`.
+    async fn summary_event(&self, agent_id: i64, since: i64) -> Result<Option<Row>, StoreError>;
+
+    /// The conversation's events matching any of `words` (each matched as words, never
+    /// parsed as search syntax), newest first.
+    async fn search_events(
+        &self,
+        agent_id: i64,
+        words: &[String],
+        since: i64,
+        before: i64,
+        limit: u32,
+    ) -> Result<Vec<Row>, StoreError>;
+}
+
+impl Store {
     /// The agent's conversation in the current generation before `before_seq`, newest last,
     /// at most `limit` lines; subagents' tasks are not part of it.
     pub async fn conversation_lines(
@@ -102,20 +127,8 @@ impl Store {
         before: i64,
         limit: u32,
     ) -> Result<Vec<Line>, StoreError> {
-        let sql = format!(
-            "SELECT e.seq, e.task_id, e.kind, e.data FROM events e \
-             WHERE e.agent_id = ?1 AND e.kind IN {KINDS} AND e.seq > ?2 AND e.seq < ?3 \
-             AND e.kind NOT IN ('summary', 'conversation_cleared') \
-             AND (e.task_id IS NULL OR EXISTS (SELECT 1 FROM tasks t \
-                  WHERE t.id = e.task_id AND t.parent_id IS NULL)) \
-             ORDER BY e.seq DESC LIMIT ?4"
-        );
-        let rows: Vec<Row> = sqlx::query_as(&sql)
-            .bind(agent_id)
-            .bind(since)
-            .bind(before)
-            .bind(limit)
-            .fetch_all(&self.inner.reader)
+        let rows = self
+            .conversation_events(agent_id, since, before, limit)
             .await?;
         let mut lines: Vec<Line> = rows.into_iter().filter_map(Row::line).collect();
         // A task's final words usually repeat its last message: keep one.
@@ -127,16 +140,7 @@ impl Store {
     /// thread): the seq it covers up to, and its text.
     pub async fn agent_summary(&self, agent_id: i64) -> Result<Option<(i64, String)>, StoreError> {
         let since = self.generation_start(agent_id).await?;
-        let sql = format!(
-            "SELECT e.seq, e.task_id, e.kind, e.data FROM events e \
-             WHERE e.agent_id = ?1 AND e.kind IN {KINDS} AND e.kind = 'summary' \
-             AND e.task_id IS NULL AND e.seq > ?2 ORDER BY e.seq DESC LIMIT 1"
-        );
-        let row: Option<Row> = sqlx::query_as(&sql)
-            .bind(agent_id)
-            .bind(since)
-            .fetch_optional(&self.inner.reader)
-            .await?;
+        let row = self.summary_event(agent_id, since).await?;
         let body =
             row.and_then(|r| EventBody::from_parts(&r.kind, serde_json::from_str(&r.data).ok()?));
         Ok(match body {
@@ -158,44 +162,21 @@ impl Store {
             self.generation_start(agent_id).await?
         };
         let before = query.before_seq.unwrap_or(i64::MAX);
-        let Some(words) = query.words.as_deref().filter(|w| !w.trim().is_empty()) else {
+        let words: Vec<String> = query
+            .words
+            .as_deref()
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        if words.is_empty() {
             return self
                 .conversation_rows(agent_id, since, before, query.limit)
                 .await;
-        };
-        // Each word quoted: the model's words are matched, never parsed as FTS syntax.
-        let matched: Vec<String> = words
-            .split_whitespace()
-            .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
-            .collect();
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT e.seq, e.task_id, e.kind, e.data FROM conversation_fts f \
-             JOIN events e ON e.seq = f.rowid \
-             WHERE conversation_fts MATCH ?1 AND e.agent_id = ?2 AND e.seq > ?3 AND e.seq < ?4 \
-             ORDER BY e.seq DESC LIMIT ?5",
-        )
-        .bind(matched.join(" OR "))
-        .bind(agent_id)
-        .bind(since)
-        .bind(before)
-        .bind(query.limit)
-        .fetch_all(&self.inner.reader)
-        .await?;
+        }
+        let rows = self
+            .search_events(agent_id, &words, since, before, query.limit)
+            .await?;
         Ok(rows.into_iter().filter_map(Row::line).collect())
-    }
-
-    /// One event of the agent, whole (what a stub in a trimmed request points to).
-    pub async fn agent_event(
-        &self,
-        agent_id: i64,
-        seq: i64,
-    ) -> Result<Option<(String, serde_json::Value)>, StoreError> {
-        let row: Option<(String, String)> =
-            sqlx::query_as("SELECT kind, data FROM events WHERE seq = ? AND agent_id = ?")
-                .bind(seq)
-                .bind(agent_id)
-                .fetch_optional(&self.inner.reader)
-                .await?;
-        Ok(row.and_then(|(kind, data)| Some((kind, serde_json::from_str(&data).ok()?))))
     }
 }

@@ -1,39 +1,50 @@
-//! The SQLite store: the one owner of the database file.
+//! The store: the daemon's one handle on its database, SQLite (the default: a file in the
+//! home, one daemon) or PostgreSQL (several daemons sharing one database).
 //!
-//! Writes go through a single connection behind a mutex, so appends are serialized in-process
-//! exactly as SQLite serializes them on disk; each write publishes its events to the [`Bus`]
-//! after its commit and before it releases the mutex, so live subscribers see events in `seq`
-//! order. Reads use a separate pool and never wait behind a write (WAL).
+//! `Store` is a facade over an enum of backends (`sqlite/`, `postgres/`), one file per table
+//! family in each; the files here hold what both share (row types, the wire rendering of an
+//! event, pure helpers) and the facade's method list (the `facade!` blocks), which is the
+//! backend interface: the compiler checks that both backends answer every method.
+//!
+//! Invariants both backends keep:
+//! - Every state change appends its event in the same transaction; the event log is
+//!   append-only (the database refuses UPDATE and DELETE on it).
+//! - Events are published to the [`Bus`] after their commit, in `seq` order, and `seq` order
+//!   is commit order (SQLite: one writer connection behind a mutex; PostgreSQL: every write
+//!   transaction takes one transaction-scoped advisory lock before it writes), so a reader
+//!   that has seen seq N has seen everything committed below N.
+//! - A task starts only through a claim (a compare-and-set on its row); while it runs, only
+//!   its owner node renews its lease or changes its state (see `claims.rs`).
 
 mod agents;
+mod boundaries;
 mod box_log;
+mod claims;
 pub mod conversation;
 mod events;
 mod memories;
+mod nodes;
+mod postgres;
 mod projections;
 mod schedules;
+mod sqlite;
 mod tasks;
+#[cfg(test)]
+mod tests;
 
-pub use agents::{AgentRow, Boundaries, BoundaryChange};
-pub use events::{EventFilter, LiveEvent};
+pub use agents::AgentRow;
+pub use boundaries::{Boundaries, BoundaryChange};
+pub use claims::{Renewal, TaskGuard};
+pub use events::{EventFilter, LiveEvent, Topic};
+pub use nodes::NodeRow;
 pub use schedules::{FireOutcome, Firing, ScheduleRow};
-pub use tasks::{LEASE_RENEW_MS, LEASE_TTL_MS, TaskRow};
+pub use tasks::{DEFAULT_LEASE_TTL_MS, TaskRow};
 
-use std::path::Path;
-use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use sqlx::ConnectOptions;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
-};
-use tokio::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::bus::Bus;
-
-/// The migrations, compiled in.
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
 /// What can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
@@ -61,97 +72,167 @@ pub enum StoreError {
     NoSuchSchedule(String),
     #[error("cannot encode an event: {0}")]
     Encode(serde_json::Error),
+    /// A running task's write by a node that no longer holds its claim (its lease expired
+    /// and another node recovered it): the writer must stop.
+    #[error("task {0} is no longer ours: its lease expired and another node took it over")]
+    NotOwner(String),
+    /// A compare-and-set on a task found it in another state than expected.
+    #[error("task {task} changed meanwhile: it is {found}")]
+    Changed { task: String, found: String },
+    #[error(
+        "the node name {0:?} is in use by a live daemon on this database; give this one \
+         another with --node"
+    )]
+    NodeInUse(String),
+}
+
+/// Where the data lives.
+#[derive(Debug, Clone)]
+pub enum Database {
+    /// A SQLite file (the default: `<home>/lazyboy.db`).
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL (`postgres://…`), shared by several daemons.
+    Postgres(String),
+}
+
+impl Database {
+    /// `url` (from `LAZYBOY_DATABASE_URL` or `database_url`) if given, else `default_file`.
+    pub fn choose(url: Option<&str>, default_file: PathBuf) -> Result<Database, String> {
+        match url.map(str::trim).filter(|u| !u.is_empty()) {
+            None => Ok(Database::Sqlite(default_file)),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(Database::Postgres(url.to_owned()))
+            }
+            Some(url) if url.starts_with("sqlite:") => Ok(Database::Sqlite(
+                url.trim_start_matches("sqlite://")
+                    .trim_start_matches("sqlite:")
+                    .into(),
+            )),
+            Some(_) => Err(
+                "the database URL must start with postgres:// (or sqlite: for a file)".to_owned(),
+            ),
+        }
+    }
+
+    /// For logs: the file, or the URL's host and database without user or password.
+    pub fn describe(&self) -> String {
+        match self {
+            Database::Sqlite(path) => path.display().to_string(),
+            Database::Postgres(url) => {
+                let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+                let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+                format!("postgres://{}", rest.split('?').next().unwrap_or(rest))
+            }
+        }
+    }
+}
+
+/// Who this daemon is in the fleet, and how long its claims last.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    /// The node name (`--node`, default the host name).
+    pub node: String,
+    /// How long a lease lasts without renewal.
+    pub lease_ttl_ms: i64,
+}
+
+impl Default for Fleet {
+    fn default() -> Fleet {
+        Fleet {
+            node: "local".to_owned(),
+            lease_ttl_ms: DEFAULT_LEASE_TTL_MS,
+        }
+    }
 }
 
 /// The daemon's handle on its database. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    inner: std::sync::Arc<Inner>,
+    backend: Arc<Backend>,
 }
 
-struct Inner {
-    writer: Mutex<SqliteConnection>,
-    reader: SqlitePool,
-    bus: Bus,
+enum Backend {
+    Sqlite(sqlite::Sqlite),
+    Postgres(postgres::Postgres),
 }
+
+/// Forwards each listed method to the backend in use: the list is the backend interface.
+macro_rules! facade {
+    ($( $(#[$meta:meta])* $vis:vis async fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty; )*) => {
+        impl $crate::store::Store {
+            $(
+                $(#[$meta])*
+                $vis async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    match &*self.backend {
+                        $crate::store::Backend::Sqlite(db) => db.$name($($arg),*).await,
+                        $crate::store::Backend::Postgres(db) => db.$name($($arg),*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
+pub(crate) use facade;
 
 impl Store {
-    /// Opens (creating if needed) the database at `path`, refuses a newer schema, and applies
-    /// the compiled-in migrations.
+    /// Opens (creating if needed) the SQLite database at `path` as the default node: what
+    /// one daemon on one machine uses, and what most tests use.
     pub async fn open(path: &Path, bus: Bus) -> Result<Store, StoreError> {
-        let options = SqliteConnectOptions::from_str("sqlite:")?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // NORMAL in WAL mode: a killed process loses nothing that was committed; only an OS
-            // crash or power cut can roll back the last few commits.
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(5))
-            .log_statements(tracing::log::LevelFilter::Trace);
-        let mut writer = options.clone().connect().await?;
-        refuse_newer_schema(&mut writer, path).await?;
-        MIGRATOR.run_direct(&mut writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(4)
-            .min_connections(0)
-            // Idle readers close, returning their page caches: an idle daemon stays small.
-            .idle_timeout(Duration::from_secs(30))
-            .connect_with(
-                options
-                    .read_only(true)
-                    // Replays read sequentially; the OS page cache serves them as well.
-                    .pragma("cache_size", "-512"),
-            )
-            .await?;
+        Store::connect(&Database::Sqlite(path.to_owned()), bus, Fleet::default()).await
+    }
+
+    /// Opens the database, refuses a newer schema, and applies the backend's compiled-in
+    /// migrations.
+    pub async fn connect(database: &Database, bus: Bus, fleet: Fleet) -> Result<Store, StoreError> {
+        let backend = match database {
+            Database::Sqlite(path) => {
+                Backend::Sqlite(sqlite::Sqlite::open(path, bus, fleet).await?)
+            }
+            Database::Postgres(url) => {
+                Backend::Postgres(postgres::Postgres::open(url, bus, fleet).await?)
+            }
+        };
         Ok(Store {
-            inner: std::sync::Arc::new(Inner {
-                writer: Mutex::new(writer),
-                reader,
-                bus,
-            }),
+            backend: Arc::new(backend),
         })
     }
 
     /// The live fan-out this store publishes to.
     pub fn bus(&self) -> &Bus {
-        &self.inner.bus
+        match &*self.backend {
+            Backend::Sqlite(db) => &db.bus,
+            Backend::Postgres(db) => db.bus(),
+        }
+    }
+
+    /// This daemon's place in the fleet.
+    pub fn fleet(&self) -> &Fleet {
+        match &*self.backend {
+            Backend::Sqlite(db) => &db.fleet,
+            Backend::Postgres(db) => &db.fleet,
+        }
+    }
+
+    /// Whether this daemon is the database's only writer (SQLite: the home's lock proves
+    /// every other owner of a running task dead).
+    pub fn exclusive(&self) -> bool {
+        matches!(&*self.backend, Backend::Sqlite(_))
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        match &*self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
     }
 
     /// Closes every connection; later calls fail.
     pub async fn close(&self) {
-        self.inner.reader.close().await;
-        let mut writer = self.inner.writer.lock().await;
-        // Folds the WAL back into the main file so the next start opens quickly.
-        if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&mut *writer)
-            .await
-        {
-            tracing::warn!(%error, "checkpoint at close failed");
+        match &*self.backend {
+            Backend::Sqlite(db) => db.close().await,
+            Backend::Postgres(db) => db.close().await,
         }
-    }
-}
-
-async fn refuse_newer_schema(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
-    let has_table: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
-    if has_table.is_none() {
-        return Ok(());
-    }
-    let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
-        .fetch_one(&mut *conn)
-        .await?;
-    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    match found {
-        Some(found) if found > known => Err(StoreError::NewerSchema {
-            path: path.display().to_string(),
-            found,
-            known,
-        }),
-        _ => Ok(()),
     }
 }
 
@@ -161,4 +242,9 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// A task's state as its column holds it, for errors.
+fn state_name(state: Option<String>) -> String {
+    state.unwrap_or_else(|| "gone".to_owned())
 }

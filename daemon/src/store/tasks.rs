@@ -1,19 +1,21 @@
 //! Tasks: rows for their current state, events for their history.
 //!
-//! A task's row (state, verdict, final message) is a summary that every state change updates
-//! in the same transaction as the event recording it, so the two never disagree.
+//! A task's row (state, verdict, final message, owner, lease) is a summary that every state
+//! change updates in the same transaction as the event recording it, so the two never
+//! disagree. Every state change carries a precondition ([`TaskGuard`]): the owner's loop
+//! writes only while it still holds the claim; anyone else moves a task only from the state
+//! they read (a compare-and-set), so two daemons never both win a transition.
 
 use lazyboy_protocol::{EventBody, Task, TaskState, Usage, Verdict};
-use sqlx::{Connection, SqliteConnection};
 
-use super::events::{LiveEvent, Target, insert};
-use super::{Store, StoreError, now_ms};
+use super::claims::TaskGuard;
+use super::events::{LiveEvent, Target};
+use super::{Store, StoreError};
 
-/// How long a running task's lease lasts without renewal. The loop renews it every
-/// [`LEASE_RENEW_MS`]; a lease that ran out means the loop is gone (or the daemon is).
-pub const LEASE_TTL_MS: i64 = 30_000;
-/// How often the runtime renews the leases of running tasks.
-pub const LEASE_RENEW_MS: u64 = 10_000;
+/// How long a running task's lease lasts without renewal by default
+/// (`LAZYBOY_LEASE_TTL_MS` changes it); the runtime renews it every third of that. A lease
+/// that ran out means the loop is gone (or its daemon is): any daemon may recover the task.
+pub const DEFAULT_LEASE_TTL_MS: i64 = 30_000;
 
 /// A task, with what the runtime needs to append to it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -41,6 +43,8 @@ pub struct TaskRow {
     pub output_tokens: i64,
     pub usage_estimated: bool,
     pub cost_microusd: Option<i64>,
+    /// The node that claimed it (where it runs, or last ran).
+    pub owner: Option<String>,
     /// The agent's MCP servers (a JSON list of names), as they are now.
     pub mcp: String,
 }
@@ -73,13 +77,76 @@ impl TaskRow {
         TaskState::parse(&self.state).unwrap_or(TaskState::Failed)
     }
 
-    fn target(&self) -> Target<'_> {
+    pub(super) fn target(&self) -> Target<'_> {
         Target {
             agent_id: self.agent_id,
             agent: &self.agent,
             thread: &self.thread,
             task: Some(&self.id),
         }
+    }
+
+    /// A new queued task of the agent (id, thread and times are made when it is inserted;
+    /// its MCP servers are set by the caller).
+    pub(super) fn queued(
+        agent_id: i64,
+        agent: &str,
+        instructions: String,
+        model: Option<String>,
+        objective: &str,
+        workspace: &str,
+    ) -> TaskRow {
+        TaskRow {
+            id: String::new(),
+            agent_id,
+            agent: agent.to_owned(),
+            instructions,
+            model,
+            thread: String::new(),
+            objective: objective.to_owned(),
+            workspace: workspace.to_owned(),
+            state: TaskState::Queued.as_str().to_owned(),
+            verdict: None,
+            final_message: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            parent_id: None,
+            tools: None,
+            heartbeat_at_ms: None,
+            lease_expires_at_ms: None,
+            input_tokens: 0,
+            cached_tokens: 0,
+            output_tokens: 0,
+            usage_estimated: false,
+            cost_microusd: None,
+            owner: None,
+            mcp: "[]".to_owned(),
+        }
+    }
+
+    /// A queued subagent of this task.
+    pub(super) fn child(&self, objective: &str, tools: Option<&[String]>) -> TaskRow {
+        TaskRow {
+            parent_id: Some(self.id.clone()),
+            tools: tools.map(|t| serde_json::Value::from(t.to_vec()).to_string()),
+            mcp: self.mcp.clone(),
+            ..TaskRow::queued(
+                self.agent_id,
+                &self.agent,
+                self.instructions.clone(),
+                self.model.clone(),
+                objective,
+                &self.workspace,
+            )
+        }
+    }
+
+    /// Gives a new row its id, thread and times.
+    pub(super) fn stamp(&mut self, now: i64) {
+        self.id = format!("t-{}", uuid::Uuid::now_v7().simple());
+        self.thread = uuid::Uuid::now_v7().to_string();
+        self.created_at_ms = now;
+        self.updated_at_ms = now;
     }
 }
 
@@ -104,11 +171,12 @@ impl From<TaskRow> for Task {
             heartbeat_at_ms: row.heartbeat_at_ms,
             lease_expires_at_ms: row.lease_expires_at_ms,
             usage,
+            node: row.owner,
         }
     }
 }
 
-/// Usage from summed columns (SQLite sums are `i64`; counts are never negative).
+/// Usage from summed columns (sums are `i64`; counts are never negative).
 pub fn usage(input: i64, cached: i64, output: i64, estimated: bool, cost: Option<i64>) -> Usage {
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     Usage {
@@ -120,19 +188,140 @@ pub fn usage(input: i64, cached: i64, output: i64, estimated: bool, cost: Option
     }
 }
 
-pub(super) const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, a.model, \
-                           t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
-                           t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, \
-                           t.tools, t.heartbeat_at_ms, t.lease_expires_at_ms, \
-                           t.input_tokens, t.cached_tokens, t.output_tokens, \
-                           t.usage_estimated, t.cost_microusd, a.mcp \
-                           FROM tasks t JOIN agents a ON a.id = t.agent_id";
+/// The task columns, the same text on both backends (no placeholders, no dialect).
+pub(super) const SELECT_TASK: &str = "SELECT t.id, t.agent_id, a.name AS agent, a.instructions, \
+    a.model, t.thread_id AS thread, t.objective, t.workspace, t.state, t.verdict, \
+    t.final_message, t.created_at_ms, t.updated_at_ms, t.parent_id, t.tools, \
+    t.heartbeat_at_ms, t.lease_expires_at_ms, t.input_tokens, t.cached_tokens, \
+    t.output_tokens, t.usage_estimated, t.cost_microusd, t.owner, a.mcp \
+    FROM tasks t JOIN agents a ON a.id = t.agent_id";
 
-fn verdict_str(verdict: Verdict) -> String {
+/// A verdict as its column holds it.
+pub(super) fn verdict_str(verdict: Verdict) -> String {
     match serde_json::to_value(verdict) {
         Ok(serde_json::Value::String(s)) => s,
         _ => String::new(),
     }
+}
+
+/// A task's state change, with what it records.
+pub(crate) struct Transition<'a> {
+    pub state: TaskState,
+    /// When it ends: its verdict and final message.
+    pub verdict: Option<Verdict>,
+    pub message: Option<&'a str>,
+    /// Appended in order just before the state's event, in the same transaction (an answer,
+    /// a message that continues the task, an approval's decision).
+    pub before: &'a [EventBody],
+    /// The state's event (`task_state`, `task_finished`).
+    pub body: &'a EventBody,
+}
+
+impl<'a> Transition<'a> {
+    fn to(state: TaskState, body: &'a EventBody) -> Transition<'a> {
+        Transition {
+            state,
+            verdict: None,
+            message: None,
+            before: &[],
+            body,
+        }
+    }
+
+    /// Whether the task holds a lease in its new state.
+    pub(super) fn holds_lease(&self) -> bool {
+        matches!(self.state, TaskState::Running | TaskState::Recovering)
+    }
+}
+
+/// Every kind of event a task's history is rebuilt from (deltas are display-only).
+pub(super) fn history_rows(rows: Vec<(i64, String, String)>) -> Vec<(i64, EventBody)> {
+    rows.into_iter()
+        .filter_map(|(seq, kind, data)| {
+            let data = serde_json::from_str(&data).ok()?;
+            Some((seq, EventBody::from_parts(&kind, data)?))
+        })
+        .collect()
+}
+
+super::facade! {
+    /// [`Store::create_task`], also returning the `task_created` event.
+    pub async fn create_task_logged(
+        &self,
+        agent: &str,
+        objective: &str,
+        workspace: &str,
+    ) -> Result<(TaskRow, LiveEvent), StoreError>;
+
+    /// Creates a subagent of `parent` (same agent and workspace, limited to `tools` when
+    /// given), queued; logs `subagent_spawned` in the parent and `task_created` in the child.
+    pub async fn create_subagent(
+        &self,
+        parent: &TaskRow,
+        objective: &str,
+        tools: Option<&[String]>,
+    ) -> Result<TaskRow, StoreError>;
+
+    /// Records one model request's usage: the `model_usage` event and the task's sums, in one
+    /// transaction. `cost_microusd` where the model is priced.
+    pub async fn record_usage(
+        &self,
+        task: &TaskRow,
+        usage: &EventBody,
+        cost_microusd: Option<u64>,
+    ) -> Result<(), StoreError>;
+
+    /// The subagents of `parent`, oldest first.
+    pub async fn subagents(&self, parent: &str) -> Result<Vec<TaskRow>, StoreError>;
+
+    /// The task with this id.
+    pub async fn task(&self, id: &str) -> Result<TaskRow, StoreError>;
+
+    /// Tasks in any of `states`, oldest first.
+    pub async fn tasks_in(&self, states: &[TaskState]) -> Result<Vec<TaskRow>, StoreError>;
+
+    /// Tasks, newest first, optionally of one agent (by name) and in one state.
+    pub async fn list_tasks(
+        &self,
+        agent: Option<&str>,
+        state: Option<TaskState>,
+        limit: u32,
+    ) -> Result<Vec<TaskRow>, StoreError>;
+
+    /// The task's events after `after`, in order, as typed bodies (unknown kinds and
+    /// deltas are skipped).
+    pub async fn task_history_after(
+        &self,
+        id: &str,
+        after: i64,
+    ) -> Result<Vec<(i64, EventBody)>, StoreError>;
+
+    /// Appends an event to the task's thread (anyone may: a person's message, an answer, a
+    /// command's end).
+    pub async fn append_to_task(
+        &self,
+        task: &TaskRow,
+        body: &EventBody,
+    ) -> Result<LiveEvent, StoreError>;
+
+    /// Appends an event to the task's thread as the loop that runs it: only while this node
+    /// holds the task's claim ([`StoreError::NotOwner`] otherwise), so a loop that lost its
+    /// claim can record nothing, in particular no new call's intent.
+    pub async fn append_as_owner(
+        &self,
+        task: &TaskRow,
+        body: &EventBody,
+    ) -> Result<LiveEvent, StoreError>;
+
+    /// Applies `change` to the task if `guard` holds ([`StoreError::NotOwner`] or
+    /// [`StoreError::Changed`] if not), in one transaction; returns the event of
+    /// `change.before` if there was one.
+    pub(crate) async fn update_task(
+        &self,
+        task: &TaskRow,
+        guard: TaskGuard,
+        change: &Transition<'_>,
+    ) -> Result<Option<LiveEvent>, StoreError>;
 }
 
 impl Store {
@@ -149,269 +338,83 @@ impl Store {
             .0)
     }
 
-    /// [`Store::create_task`], also returning the `task_created` event.
-    pub async fn create_task_logged(
-        &self,
-        agent: &str,
-        objective: &str,
-        workspace: &str,
-    ) -> Result<(TaskRow, LiveEvent), StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        let (row, event) = Store::insert_task(&mut tx, agent, objective, workspace).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event.clone());
-        Ok((row, event))
-    }
-
-    /// Inserts a queued task for the live agent `agent` in its own thread, with its
-    /// `task_created` event, on the writer's open transaction (so the caller can record more
-    /// in the same one). The caller commits, then publishes the event.
-    pub(super) async fn insert_task(
-        tx: &mut SqliteConnection,
-        agent: &str,
-        objective: &str,
-        workspace: &str,
-    ) -> Result<(TaskRow, LiveEvent), StoreError> {
-        let found: Option<(i64, String, Option<String>, String)> = sqlx::query_as(
-            "SELECT id, instructions, model, mcp FROM agents \
-             WHERE name = ? AND deleted_at_ms IS NULL",
-        )
-        .bind(agent)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let (agent_id, instructions, model, mcp) =
-            found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
-        let row = TaskRow {
-            id: String::new(),
-            agent_id,
-            agent: agent.to_owned(),
-            instructions,
-            model,
-            thread: String::new(),
-            objective: objective.to_owned(),
-            workspace: workspace.to_owned(),
-            state: TaskState::Queued.as_str().to_owned(),
-            verdict: None,
-            final_message: None,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            parent_id: None,
-            tools: None,
-            heartbeat_at_ms: None,
-            lease_expires_at_ms: None,
-            input_tokens: 0,
-            cached_tokens: 0,
-            output_tokens: 0,
-            usage_estimated: false,
-            cost_microusd: None,
-            mcp,
-        };
-        insert_task_row(tx, row).await
-    }
-
-    /// Creates a subagent of `parent` (same agent and workspace, limited to `tools` when
-    /// given), queued; logs `subagent_spawned` in the parent and `task_created` in the child.
-    pub async fn create_subagent(
-        &self,
-        parent: &TaskRow,
-        objective: &str,
-        tools: Option<&[String]>,
-    ) -> Result<TaskRow, StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        let row = TaskRow {
-            id: String::new(),
-            thread: String::new(),
-            objective: objective.to_owned(),
-            state: TaskState::Queued.as_str().to_owned(),
-            verdict: None,
-            final_message: None,
-            parent_id: Some(parent.id.clone()),
-            tools: tools.map(|t| serde_json::Value::from(t.to_vec()).to_string()),
-            heartbeat_at_ms: None,
-            lease_expires_at_ms: None,
-            input_tokens: 0,
-            cached_tokens: 0,
-            output_tokens: 0,
-            usage_estimated: false,
-            cost_microusd: None,
-            ..parent.clone()
-        };
-        let (row, created) = insert_task_row(&mut tx, row).await?;
-        let spawned = EventBody::SubagentSpawned {
-            task: row.id.clone(),
-            objective: objective.to_owned(),
-        };
-        let noted = insert(&mut tx, &parent.target(), &spawned).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(created);
-        self.inner.bus.publish(noted);
-        Ok(row)
-    }
-
-    /// Records one model request's usage: the `model_usage` event and the task's sums, in one
-    /// transaction. `cost_microusd` where the model is priced.
-    pub async fn record_usage(
-        &self,
-        task: &TaskRow,
-        usage: &EventBody,
-        cost_microusd: Option<u64>,
-    ) -> Result<(), StoreError> {
-        let EventBody::ModelUsage {
-            input_tokens,
-            cached_tokens,
-            output_tokens,
-            estimated,
-            ..
-        } = usage
-        else {
-            return Ok(());
-        };
-        let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        let mut writer = self.inner.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        sqlx::query(
-            "UPDATE tasks SET input_tokens = input_tokens + ?1, cached_tokens = cached_tokens + ?2, \
-             output_tokens = output_tokens + ?3, usage_estimated = usage_estimated OR ?4, \
-             cost_microusd = CASE WHEN ?5 IS NULL THEN cost_microusd \
-             ELSE COALESCE(cost_microusd, 0) + ?5 END \
-             WHERE id = ?6",
-        )
-        .bind(as_i64(*input_tokens))
-        .bind(as_i64(*cached_tokens))
-        .bind(as_i64(*output_tokens))
-        .bind(*estimated)
-        .bind(cost_microusd.map(as_i64))
-        .bind(&task.id)
-        .execute(&mut *tx)
-        .await?;
-        let event = insert(&mut tx, &task.target(), usage).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event);
-        Ok(())
-    }
-
-    /// The subagents of `parent`, oldest first.
-    pub async fn subagents(&self, parent: &str) -> Result<Vec<TaskRow>, StoreError> {
-        let sql = format!("{SELECT_TASK} WHERE t.parent_id = ? ORDER BY t.created_at_ms, t.id");
-        Ok(sqlx::query_as(&sql)
-            .bind(parent)
-            .fetch_all(&self.inner.reader)
-            .await?)
-    }
-
-    /// Renews the leases of these running tasks: one statement, no event (a lease is state,
-    /// not history).
-    pub async fn renew_leases(&self, ids: &[String]) -> Result<(), StoreError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let now = now_ms();
-        let placeholders = vec!["?"; ids.len()].join(",");
-        let sql = format!(
-            "UPDATE tasks SET heartbeat_at_ms = ?, lease_expires_at_ms = ? \
-             WHERE state IN ('running', 'recovering') AND id IN ({placeholders})"
-        );
-        let mut query = sqlx::query(&sql).bind(now).bind(now + LEASE_TTL_MS);
-        for id in ids {
-            query = query.bind(id);
-        }
-        let mut writer = self.inner.writer.lock().await;
-        query.execute(&mut *writer).await?;
-        Ok(())
-    }
-
-    /// The task with this id.
-    pub async fn task(&self, id: &str) -> Result<TaskRow, StoreError> {
-        let sql = format!("{SELECT_TASK} WHERE t.id = ?");
-        sqlx::query_as(&sql)
-            .bind(id)
-            .fetch_optional(&self.inner.reader)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchTask(id.to_owned()))
-    }
-
-    /// Tasks in any of `states`, oldest first.
-    pub async fn tasks_in(&self, states: &[TaskState]) -> Result<Vec<TaskRow>, StoreError> {
-        let names: Vec<String> = states.iter().map(|s| format!("'{}'", s.as_str())).collect();
-        let sql = format!(
-            "{SELECT_TASK} WHERE t.state IN ({}) ORDER BY t.created_at_ms, t.id",
-            names.join(",")
-        );
-        Ok(sqlx::query_as(&sql).fetch_all(&self.inner.reader).await?)
-    }
-
-    /// Tasks, newest first, optionally of one agent (by name) and in one state.
-    pub async fn list_tasks(
-        &self,
-        agent: Option<&str>,
-        state: Option<TaskState>,
-        limit: u32,
-    ) -> Result<Vec<TaskRow>, StoreError> {
-        let sql = format!(
-            "{SELECT_TASK} WHERE (?1 IS NULL OR a.name = ?1) AND (?2 IS NULL OR t.state = ?2) \
-             ORDER BY t.created_at_ms DESC, t.id DESC LIMIT ?3"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(agent)
-            .bind(state.map(TaskState::as_str))
-            .bind(limit)
-            .fetch_all(&self.inner.reader)
-            .await?)
-    }
-
     /// Every event of a task, in order, as typed bodies (unknown kinds are skipped).
     pub async fn task_history(&self, id: &str) -> Result<Vec<(i64, EventBody)>, StoreError> {
         self.task_history_after(id, 0).await
     }
 
-    /// The task's events after `after`, in order, as typed bodies.
-    pub async fn task_history_after(
-        &self,
-        id: &str,
-        after: i64,
-    ) -> Result<Vec<(i64, EventBody)>, StoreError> {
-        // Deltas are display-only; the conversation is rebuilt from the whole replies.
-        let rows: Vec<(i64, String, String)> = sqlx::query_as(
-            "SELECT seq, kind, data FROM events WHERE task_id = ? AND seq > ? \
-             AND kind <> 'assistant_delta' ORDER BY seq",
-        )
-        .bind(id)
-        .bind(after)
-        .fetch_all(&self.inner.reader)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(seq, kind, data)| {
-                let data = serde_json::from_str(&data).ok()?;
-                Some((seq, EventBody::from_parts(&kind, data)?))
-            })
-            .collect())
-    }
-
-    /// Appends an event to the task's thread.
-    pub async fn append_to_task(
-        &self,
-        task: &TaskRow,
-        body: &EventBody,
-    ) -> Result<LiveEvent, StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let event = insert(&mut writer, &task.target(), body).await?;
-        self.inner.bus.publish(event.clone());
-        Ok(event)
-    }
-
-    /// Moves the task to `state`, logging `task_state`.
+    /// The running task's loop moves it to `state`, logging `task_state`; only while this
+    /// node holds its claim.
     pub async fn set_task_state(&self, task: &TaskRow, state: TaskState) -> Result<(), StoreError> {
-        self.update_task(task, state, None, None, &EventBody::TaskState { state })
-            .await
+        let body = EventBody::TaskState { state };
+        self.update_task(task, TaskGuard::Owner, &Transition::to(state, &body))
+            .await?;
+        Ok(())
     }
 
-    /// Ends the task's turn with `verdict`, logging `task_finished`.
+    /// The running task's loop ends its turn with `verdict`, logging `task_finished`; only
+    /// while this node holds its claim.
     pub async fn finish_task(
         &self,
         task: &TaskRow,
+        verdict: Verdict,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        self.finish_task_guarded(task, TaskGuard::Owner, verdict, message)
+            .await
+    }
+
+    /// Ends a task that is not running, from `from` (a stop of a queued or waiting task, an
+    /// agent's removal); [`StoreError::Changed`] if it was no longer in `from`.
+    pub async fn end_task(
+        &self,
+        task: &TaskRow,
+        from: TaskState,
+        verdict: Verdict,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        self.finish_task_guarded(task, TaskGuard::From(from), verdict, message)
+            .await
+    }
+
+    /// Queues a task that is not running again, from `from` (an answer to its question, a
+    /// continue, a message to an ended task), appending `before` first in the same
+    /// transaction so no daemon can start it without it; returns that event.
+    /// [`StoreError::Changed`] if it was no longer in `from` (nothing is written).
+    pub async fn requeue(
+        &self,
+        task: &TaskRow,
+        from: TaskState,
+        before: &EventBody,
+    ) -> Result<LiveEvent, StoreError> {
+        self.requeue_with(task, from, std::slice::from_ref(before))
+            .await
+    }
+
+    /// [`Store::requeue`] appending each of `before` (at least one), in order; returns the
+    /// first one's event.
+    pub async fn requeue_with(
+        &self,
+        task: &TaskRow,
+        from: TaskState,
+        before: &[EventBody],
+    ) -> Result<LiveEvent, StoreError> {
+        let body = EventBody::TaskState {
+            state: TaskState::Queued,
+        };
+        let change = Transition {
+            before,
+            ..Transition::to(TaskState::Queued, &body)
+        };
+        self.update_task(task, TaskGuard::From(from), &change)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))
+    }
+
+    async fn finish_task_guarded(
+        &self,
+        task: &TaskRow,
+        guard: TaskGuard,
         verdict: Verdict,
         message: &str,
     ) -> Result<(), StoreError> {
@@ -419,88 +422,12 @@ impl Store {
             verdict,
             message: message.to_owned(),
         };
-        self.update_task(
-            task,
-            verdict.final_state(),
-            Some(verdict),
-            Some(message),
-            &body,
-        )
-        .await
-    }
-
-    async fn update_task(
-        &self,
-        task: &TaskRow,
-        state: TaskState,
-        verdict: Option<Verdict>,
-        message: Option<&str>,
-        body: &EventBody,
-    ) -> Result<(), StoreError> {
-        let mut writer = self.inner.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        let now = now_ms();
-        // A task that runs holds a lease from now on; one that does not, holds none.
-        let holds_lease = matches!(state, TaskState::Running | TaskState::Recovering);
-        sqlx::query(
-            "UPDATE tasks SET state = ?, verdict = ?, final_message = COALESCE(?, final_message), \
-             updated_at_ms = ?, \
-             heartbeat_at_ms = CASE WHEN ? THEN ? ELSE heartbeat_at_ms END, \
-             lease_expires_at_ms = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?",
-        )
-        .bind(state.as_str())
-        .bind(verdict.map(verdict_str))
-        .bind(message)
-        .bind(now)
-        .bind(holds_lease)
-        .bind(now)
-        .bind(holds_lease)
-        .bind(now + LEASE_TTL_MS)
-        .bind(&task.id)
-        .execute(&mut *tx)
-        .await?;
-        let event = insert(&mut tx, &task.target(), body).await?;
-        tx.commit().await?;
-        self.inner.bus.publish(event);
+        let change = Transition {
+            verdict: Some(verdict),
+            message: Some(message),
+            ..Transition::to(verdict.final_state(), &body)
+        };
+        self.update_task(task, guard, &change).await?;
         Ok(())
     }
-}
-
-/// Inserts `row` (its id, thread and times are made here) with its thread and `task_created`.
-async fn insert_task_row(
-    tx: &mut SqliteConnection,
-    mut row: TaskRow,
-) -> Result<(TaskRow, LiveEvent), StoreError> {
-    let now = now_ms();
-    row.id = format!("t-{}", uuid::Uuid::now_v7().simple());
-    row.thread = uuid::Uuid::now_v7().to_string();
-    row.created_at_ms = now;
-    row.updated_at_ms = now;
-    sqlx::query("INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES (?, ?, 'task', ?)")
-        .bind(&row.thread)
-        .bind(row.agent_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query(
-        "INSERT INTO tasks (id, agent_id, thread_id, objective, workspace, state, parent_id, \
-         tools, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
-    )
-    .bind(&row.id)
-    .bind(row.agent_id)
-    .bind(&row.thread)
-    .bind(&row.objective)
-    .bind(&row.workspace)
-    .bind(&row.parent_id)
-    .bind(&row.tools)
-    .bind(now)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
-    let body = EventBody::TaskCreated {
-        objective: row.objective.clone(),
-        workspace: row.workspace.clone(),
-    };
-    let event = insert(tx, &row.target(), &body).await?;
-    Ok((row, event))
 }

@@ -30,6 +30,10 @@ pub async fn create(
     if let Some(dir) = &request.workspace {
         check_workspace(dir)?;
     }
+    let node = request.node.as_deref().filter(|n| !n.is_empty());
+    if let Some(node) = node {
+        check_node(node)?;
+    }
     if let Some(servers) = &request.mcp {
         check_mcp(&state, servers)?;
     }
@@ -49,6 +53,9 @@ pub async fn create(
             .store
             .update_agent(&request.name, None, None, None, Some(servers))
             .await?;
+    }
+    if node.is_some() {
+        row = state.store.pin_agent(&request.name, node).await?;
     }
     Ok((
         StatusCode::CREATED,
@@ -83,21 +90,40 @@ pub async fn update(
     if let Some(dir) = request.workspace.as_deref().filter(|d| !d.is_empty()) {
         check_workspace(dir)?;
     }
+    if let Some(node) = request.node.as_deref().filter(|n| !n.is_empty()) {
+        check_node(node)?;
+    }
     if let Some(servers) = &request.mcp {
         check_mcp(&state, servers)?;
     }
+    // A request that only pins or unpins logs `agent_pinned` alone.
+    let only_pin = request.node.is_some()
+        && request.instructions.is_none()
+        && request.model.is_none()
+        && request.workspace.is_none()
+        && request.mcp.is_none()
+        && request.approve.is_none()
+        && request.allow.is_none()
+        && request.sandbox.is_none();
     let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
-    let row = state
-        .store
-        .update_agent_with(
-            &name,
-            request.instructions.as_deref(),
-            request.model.as_deref(),
-            request.workspace.as_deref(),
-            request.mcp.as_deref(),
-            &boundaries,
-        )
-        .await?;
+    let mut row = if only_pin {
+        state.store.agent(&name).await?
+    } else {
+        state
+            .store
+            .update_agent_with(
+                &name,
+                request.instructions.as_deref(),
+                request.model.as_deref(),
+                request.workspace.as_deref(),
+                request.mcp.as_deref(),
+                &boundaries,
+            )
+            .await?
+    };
+    if let Some(node) = request.node.as_deref() {
+        row = state.store.pin_agent(&name, Some(node)).await?;
+    }
     Ok(Json(row.to_api(&state.runtime.workspaces)))
 }
 
@@ -144,6 +170,21 @@ pub async fn clear(
             action: MessageAction::Noted,
         }),
     ))
+}
+
+/// A node name as `lazyboyd --node` accepts it.
+fn check_node(node: &str) -> Result<(), ApiError> {
+    let valid = node.len() <= 64
+        && node
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "invalid node name {node:?}: use 1 to 64 letters, digits, '.', '_' or '-'"
+        )))
+    }
 }
 
 /// Every name must be a configured `[mcp.servers.NAME]`.

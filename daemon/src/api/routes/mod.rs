@@ -9,6 +9,7 @@ pub mod files;
 pub mod health;
 pub mod mcp;
 pub mod messages;
+pub mod nodes;
 pub mod sandbox;
 pub mod schedules;
 pub mod tasks;

@@ -1,7 +1,8 @@
 //! `GET /api/state`: the status board, read in one snapshot with a fixed number of queries
 //! whatever the size of the log: each per-agent or per-task "newest event of a kind" is a
 //! seek on a partial index (`events_agent_messages`, `events_task_plans`,
-//! `events_task_questions`), never a scan.
+//! `events_task_questions`), never a scan. Each backend reads the rows
+//! ([`BoardRows`], `sqlite/projections.rs`, `postgres/projections.rs`); this file folds them.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -9,66 +10,50 @@ use std::path::Path;
 use lazyboy_protocol::{
     AgentStatus, DashboardState, LastMessage, OpenQuestion, PlanStep, StepStatus, Task,
 };
-use sqlx::Connection;
 
-use crate::store::agents::SELECT_LIVE;
-use crate::store::tasks::SELECT_TASK;
 use crate::store::{AgentRow, Store, StoreError, TaskRow, now_ms};
 
 /// Ended tasks listed per agent (its open ones are always listed).
 pub const RECENT_TASKS: i64 = 5;
 
-const OPEN: &str = "('queued', 'running', 'recovering', 'waiting_for_human')";
+/// The states of a task that is not over, as SQL (the same on both backends).
+pub(in crate::store) const OPEN: &str = "('queued', 'running', 'recovering', 'waiting_for_human')";
+
+/// What the board is made of, read by a backend in one snapshot.
+pub(in crate::store) struct BoardRows {
+    /// The seq all of it is current to.
+    pub seq: i64,
+    /// Live agents by name.
+    pub agents: Vec<AgentRow>,
+    /// Per live agent its newest `agent_message`: agent id, seq, time, text.
+    pub messages: Vec<(i64, i64, i64, Option<String>)>,
+    /// Per open top-level task its newest plan: task id, the steps as JSON.
+    pub plans: Vec<(String, String)>,
+    /// Per waiting task of a live agent its newest question: task, agent, seq, time, data.
+    pub questions: Vec<(String, String, i64, i64, String)>,
+    /// Each live agent's open top-level tasks and its last [`RECENT_TASKS`] ended ones,
+    /// newest first.
+    pub tasks: Vec<TaskRow>,
+}
+
+crate::store::facade! {
+    /// The rows of the board, in one read snapshot.
+    pub(in crate::store) async fn board_rows(&self) -> Result<BoardRows, StoreError>;
+}
 
 impl Store {
     /// Every live agent with its state, plan step, last message and tasks; the open
     /// questions; and the seq all of it is current to. `workspaces` is where default
     /// workspaces live.
     pub async fn dashboard_state(&self, workspaces: &Path) -> Result<DashboardState, StoreError> {
-        let mut conn = self.inner.reader.acquire().await?;
-        let mut tx = conn.begin().await?;
-        let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events")
-            .fetch_one(&mut *tx)
-            .await?;
-        let agents: Vec<AgentRow> = sqlx::query_as(&format!("{SELECT_LIVE} ORDER BY a.name"))
-            .fetch_all(&mut *tx)
-            .await?;
-        let messages: Vec<(i64, i64, i64, Option<String>)> = sqlx::query_as(
-            "SELECT a.id, e.seq, e.at_ms, json_extract(e.data, '$.text') FROM agents a \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.agent_id = a.id AND x.kind = 'agent_message') \
-             WHERE a.deleted_at_ms IS NULL",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        let plans: Vec<(String, String)> = sqlx::query_as(&format!(
-            "SELECT t.id, json_extract(e.data, '$.steps') FROM tasks t \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.task_id = t.id AND x.kind = 'plan_updated') \
-             WHERE t.state IN {OPEN} AND t.parent_id IS NULL"
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
-        let questions: Vec<(String, String, i64, i64, String)> = sqlx::query_as(
-            "SELECT t.id, a.name, e.seq, e.at_ms, e.data FROM tasks t \
-             JOIN agents a ON a.id = t.agent_id \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.task_id = t.id AND x.kind = 'question') \
-             WHERE t.state = 'waiting_for_human' AND a.deleted_at_ms IS NULL ORDER BY e.seq",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        // Each agent's open top-level tasks and its last few ended ones.
-        let tasks: Vec<TaskRow> = sqlx::query_as(&format!(
-            "SELECT * FROM (SELECT x.*, ROW_NUMBER() OVER (PARTITION BY x.agent_id \
-                 ORDER BY x.created_at_ms DESC, x.id DESC) AS rank \
-             FROM ({SELECT_TASK} WHERE t.parent_id IS NULL AND a.deleted_at_ms IS NULL) x) \
-             WHERE rank <= {RECENT_TASKS} OR state IN {OPEN} \
-             ORDER BY created_at_ms DESC, id DESC"
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        let BoardRows {
+            seq,
+            agents,
+            messages,
+            plans,
+            questions,
+            tasks,
+        } = self.board_rows().await?;
 
         let mut messages: HashMap<i64, LastMessage> = messages
             .into_iter()

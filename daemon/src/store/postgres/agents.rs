@@ -1,0 +1,210 @@
+//! Agents and their chat threads on PostgreSQL.
+
+use lazyboy_protocol::EventBody;
+
+use super::Postgres;
+use super::events::{append_to_chat, insert};
+use crate::store::agents::AgentRow;
+use crate::store::boundaries::{Boundaries, BoundaryChange};
+use crate::store::events::{LiveEvent, Target};
+use crate::store::{StoreError, now_ms};
+
+/// Live agents with the task that says what each is doing: the running one first, then one
+/// waiting for the person, then the oldest queued one (subagents do not count).
+pub(in crate::store) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructions, a.model, a.workspace, \
+    a.created_at_ms, t.id AS thread, c.id AS current_task, c.state AS task_state, \
+    c.heartbeat_at_ms, c.lease_expires_at_ms, \
+    COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
+    COALESCE(u.output_tokens, 0) AS output_tokens, \
+    COALESCE(u.usage_estimated, FALSE) AS usage_estimated, u.cost_microusd, a.node, a.mcp, \
+    a.approve, a.allow, a.sandbox \
+    FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
+    LEFT JOIN (SELECT agent_id, SUM(input_tokens)::BIGINT AS input_tokens, \
+        SUM(cached_tokens)::BIGINT AS cached_tokens, SUM(output_tokens)::BIGINT AS output_tokens, \
+        bool_or(usage_estimated) AS usage_estimated, SUM(cost_microusd)::BIGINT AS cost_microusd \
+        FROM tasks GROUP BY agent_id) u ON u.agent_id = a.id \
+    LEFT JOIN tasks c ON c.id = (SELECT x.id FROM tasks x WHERE x.agent_id = a.id \
+        AND x.parent_id IS NULL \
+        AND x.state IN ('running', 'recovering', 'waiting_for_human', 'queued') \
+        ORDER BY x.state IN ('running', 'recovering') DESC, \
+        x.state = 'waiting_for_human' DESC, x.created_at_ms, x.id LIMIT 1) \
+    WHERE a.deleted_at_ms IS NULL";
+
+impl Postgres {
+    pub(in crate::store) async fn create_agent_with(
+        &self,
+        name: &str,
+        instructions: &str,
+        model: Option<&str>,
+        workspace: Option<&str>,
+        boundaries: &BoundaryChange,
+    ) -> Result<AgentRow, StoreError> {
+        let boundaries = Boundaries::default().with(boundaries);
+        let mut tx = self.begin().await?;
+        let now = now_ms();
+        let inserted = sqlx::query_scalar(
+            "INSERT INTO agents (name, instructions, model, workspace, created_at_ms, approve, \
+             allow, sandbox) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        )
+        .bind(name)
+        .bind(instructions)
+        .bind(model)
+        .bind(workspace)
+        .bind(now)
+        .bind(&boundaries.approve)
+        .bind(&boundaries.allow)
+        .bind(&boundaries.sandbox)
+        .fetch_one(&mut *tx)
+        .await;
+        let id: i64 = match inserted {
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(StoreError::AgentExists(name.to_owned()));
+            }
+            other => other?,
+        };
+        let thread = uuid::Uuid::now_v7().to_string();
+        sqlx::query(
+            "INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES ($1, $2, 'chat', $3)",
+        )
+        .bind(&thread)
+        .bind(id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let target = Target {
+            agent_id: id,
+            agent: name,
+            thread: &thread,
+            task: None,
+        };
+        let body = EventBody::AgentCreated {
+            instructions: instructions.to_owned(),
+            model: model.map(str::to_owned),
+        };
+        let event = insert(&mut tx, &target, &body).await?;
+        tx.commit().await?;
+        self.feed.committed([event]);
+        Ok(AgentRow {
+            boundaries,
+            ..AgentRow::new(id, name, instructions, model, workspace, now, thread)
+        })
+    }
+
+    pub(in crate::store) async fn list_agents(&self) -> Result<Vec<AgentRow>, StoreError> {
+        let sql = format!("{SELECT_LIVE} ORDER BY a.name");
+        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+    }
+
+    pub(in crate::store) async fn agent(&self, name: &str) -> Result<AgentRow, StoreError> {
+        let sql = format!("{SELECT_LIVE} AND a.name = $1");
+        sqlx::query_as(&sql)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))
+    }
+
+    pub(in crate::store) async fn update_agent_with(
+        &self,
+        name: &str,
+        instructions: Option<&str>,
+        model: Option<&str>,
+        workspace: Option<&str>,
+        mcp: Option<&[String]>,
+        boundaries: &BoundaryChange,
+    ) -> Result<AgentRow, StoreError> {
+        let mut tx = self.begin().await?;
+        let mut agent = live(&mut tx, name).await?;
+        agent.change(instructions, model, workspace, mcp, boundaries);
+        sqlx::query(
+            "UPDATE agents SET instructions = $1, model = $2, workspace = $3, mcp = $4, \
+             approve = $5, allow = $6, sandbox = $7 WHERE id = $8",
+        )
+        .bind(&agent.instructions)
+        .bind(&agent.model)
+        .bind(&agent.workspace)
+        .bind(&agent.mcp)
+        .bind(&agent.boundaries.approve)
+        .bind(&agent.boundaries.allow)
+        .bind(&agent.boundaries.sandbox)
+        .bind(agent.id)
+        .execute(&mut *tx)
+        .await?;
+        let event = insert(&mut tx, &agent.target(), &agent.updated()).await?;
+        tx.commit().await?;
+        self.feed.committed([event]);
+        Ok(agent)
+    }
+
+    pub(in crate::store) async fn agent_boundaries(
+        &self,
+        agent_id: i64,
+    ) -> Result<Boundaries, StoreError> {
+        Ok(
+            sqlx::query_as("SELECT approve, allow, sandbox FROM agents WHERE id = $1")
+                .bind(agent_id)
+                .fetch_optional(&self.pool)
+                .await?
+                .unwrap_or_default(),
+        )
+    }
+
+    pub(in crate::store) async fn pin_agent(
+        &self,
+        name: &str,
+        node: Option<&str>,
+    ) -> Result<AgentRow, StoreError> {
+        let mut tx = self.begin().await?;
+        let mut agent = live(&mut tx, name).await?;
+        agent.node = node.filter(|n| !n.is_empty()).map(str::to_owned);
+        sqlx::query("UPDATE agents SET node = $1 WHERE id = $2")
+            .bind(&agent.node)
+            .bind(agent.id)
+            .execute(&mut *tx)
+            .await?;
+        let body = EventBody::AgentPinned {
+            node: agent.node.clone(),
+        };
+        let event = insert(&mut tx, &agent.target(), &body).await?;
+        tx.commit().await?;
+        self.feed.committed([event]);
+        Ok(agent)
+    }
+
+    pub(in crate::store) async fn delete_agent(&self, name: &str) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        let agent = live(&mut tx, name).await?;
+        sqlx::query("UPDATE agents SET deleted_at_ms = $1 WHERE id = $2")
+            .bind(now_ms())
+            .bind(agent.id)
+            .execute(&mut *tx)
+            .await?;
+        let event = insert(&mut tx, &agent.target(), &EventBody::AgentDeleted {}).await?;
+        tx.commit().await?;
+        self.feed.committed([event]);
+        Ok(())
+    }
+
+    pub(in crate::store) async fn append_to_agent(
+        &self,
+        name: &str,
+        body: &EventBody,
+    ) -> Result<(String, LiveEvent), StoreError> {
+        // One statement takes the log's lock, finds the agent's thread and appends.
+        let (event, thread) = append_to_chat(&self.pool, name, body)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))?;
+        self.feed.committed([event.clone()]);
+        Ok((thread, event))
+    }
+}
+
+/// The live agent `name`, read on the open transaction.
+async fn live(conn: &mut sqlx::PgConnection, name: &str) -> Result<AgentRow, StoreError> {
+    let sql = format!("{SELECT_LIVE} AND a.name = $1");
+    sqlx::query_as(&sql)
+        .bind(name)
+        .fetch_optional(conn)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchAgent(name.to_owned()))
+}

@@ -1,0 +1,244 @@
+//! Schedules on SQLite. A firing reads the schedule again on the writer and writes only if
+//! it is still active at the slot the timer read.
+
+use lazyboy_protocol::EventBody;
+use sqlx::{Connection, SqliteConnection};
+
+use super::Sqlite;
+use super::events::insert;
+use super::tasks::insert_task;
+use crate::store::schedules::{FireOutcome, Firing, SELECT_SCHEDULE, ScheduleRow};
+use crate::store::{StoreError, now_ms};
+
+/// Active: not paused, with a next slot, of a live agent.
+const ACTIVE: &str = "s.paused = 0 AND s.next_run_at_ms IS NOT NULL";
+
+impl Sqlite {
+    pub(in crate::store) async fn create_schedule(
+        &self,
+        agent: &str,
+        cron: &str,
+        objective: &str,
+        skip_missed: bool,
+        next_run_at_ms: Option<i64>,
+    ) -> Result<ScheduleRow, StoreError> {
+        let mut writer = self.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        let (agent_id, thread): (i64, String) = sqlx::query_as(
+            "SELECT a.id, t.id FROM agents a JOIN threads t ON t.agent_id = a.id \
+             AND t.kind = 'chat' WHERE a.name = ? AND a.deleted_at_ms IS NULL",
+        )
+        .bind(agent)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
+        let row = ScheduleRow {
+            id: format!("s-{}", uuid::Uuid::now_v7().simple()),
+            agent_id,
+            agent: agent.to_owned(),
+            cron: cron.to_owned(),
+            objective: objective.to_owned(),
+            paused: false,
+            skip_missed,
+            next_run_at_ms,
+            last_run_at_ms: None,
+            created_at_ms: now_ms(),
+        };
+        sqlx::query(
+            "INSERT INTO schedules (id, agent_id, cron, objective, paused, skip_missed, \
+             next_run_at_ms, created_at_ms) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
+        )
+        .bind(&row.id)
+        .bind(agent_id)
+        .bind(cron)
+        .bind(objective)
+        .bind(skip_missed)
+        .bind(next_run_at_ms)
+        .bind(row.created_at_ms)
+        .execute(&mut *tx)
+        .await?;
+        let body = EventBody::ScheduleAdded {
+            schedule: row.id.clone(),
+            cron: cron.to_owned(),
+            objective: objective.to_owned(),
+            skip_missed,
+        };
+        let event = insert(&mut tx, &row.chat(&thread), &body).await?;
+        tx.commit().await?;
+        self.bus.publish(event);
+        Ok(row)
+    }
+
+    pub(in crate::store) async fn schedules(
+        &self,
+        agent: Option<&str>,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
+        let sql = format!(
+            "{SELECT_SCHEDULE} AND (?1 IS NULL OR a.name = ?1) ORDER BY s.created_at_ms, s.id"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(agent)
+            .fetch_all(&self.reader)
+            .await?)
+    }
+
+    pub(in crate::store) async fn schedule(&self, id: &str) -> Result<ScheduleRow, StoreError> {
+        let sql = format!("{SELECT_SCHEDULE} AND s.id = ?");
+        sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchSchedule(id.to_owned()))
+    }
+
+    pub(in crate::store) async fn delete_schedule(&self, id: &str) -> Result<(), StoreError> {
+        let mut writer = self.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        let (row, thread) = locked(&mut tx, id).await?;
+        sqlx::query("DELETE FROM schedules WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let body = EventBody::ScheduleRemoved {
+            schedule: row.id.clone(),
+        };
+        let event = insert(&mut tx, &row.chat(&thread), &body).await?;
+        tx.commit().await?;
+        self.bus.publish(event);
+        Ok(())
+    }
+
+    pub(in crate::store) async fn set_schedule_paused(
+        &self,
+        id: &str,
+        paused: bool,
+        next_run_at_ms: Option<i64>,
+    ) -> Result<ScheduleRow, StoreError> {
+        let mut writer = self.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        let (mut row, thread) = locked(&mut tx, id).await?;
+        if row.paused == paused {
+            return Ok(row);
+        }
+        row.paused = paused;
+        row.next_run_at_ms = if paused { None } else { next_run_at_ms };
+        sqlx::query("UPDATE schedules SET paused = ?, next_run_at_ms = ? WHERE id = ?")
+            .bind(row.paused)
+            .bind(row.next_run_at_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let schedule = row.id.clone();
+        let body = if paused {
+            EventBody::SchedulePaused { schedule }
+        } else {
+            EventBody::ScheduleResumed { schedule }
+        };
+        let event = insert(&mut tx, &row.chat(&thread), &body).await?;
+        tx.commit().await?;
+        self.bus.publish(event);
+        Ok(row)
+    }
+
+    pub(in crate::store) async fn next_schedule_due(&self) -> Result<Option<i64>, StoreError> {
+        let sql = format!(
+            "SELECT MIN(s.next_run_at_ms) FROM schedules s JOIN agents a ON a.id = s.agent_id \
+             WHERE a.deleted_at_ms IS NULL AND {ACTIVE}"
+        );
+        Ok(sqlx::query_scalar(&sql).fetch_one(&self.reader).await?)
+    }
+
+    pub(in crate::store) async fn due_schedules(
+        &self,
+        now_ms: i64,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
+        let sql = format!(
+            "{SELECT_SCHEDULE} AND {ACTIVE} AND s.next_run_at_ms <= ? \
+             ORDER BY s.next_run_at_ms, s.id"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(now_ms)
+            .fetch_all(&self.reader)
+            .await?)
+    }
+
+    pub(in crate::store) async fn fire_schedule(
+        &self,
+        schedule: &ScheduleRow,
+        firing: Firing<'_>,
+        next_run_at_ms: Option<i64>,
+    ) -> Result<FireOutcome, StoreError> {
+        let Some(due_at_ms) = schedule.next_run_at_ms else {
+            return Ok(FireOutcome::Stale);
+        };
+        let mut writer = self.writer.lock().await;
+        let mut tx = writer.begin().await?;
+        let current = match locked(&mut tx, &schedule.id).await {
+            Ok(found) => found,
+            Err(StoreError::NoSuchSchedule(_)) => return Ok(FireOutcome::Stale),
+            Err(other) => return Err(other),
+        };
+        let (row, thread) = current;
+        if row.paused || row.next_run_at_ms != Some(due_at_ms) {
+            return Ok(FireOutcome::Stale);
+        }
+        let mut events = Vec::with_capacity(2);
+        let (outcome, body, last_run) = match firing {
+            Firing::Run { workspace, missed } => {
+                let (task, event) =
+                    insert_task(&mut tx, &row.agent, &row.objective, workspace).await?;
+                events.push(event);
+                let body = EventBody::ScheduleFired {
+                    schedule: row.id.clone(),
+                    task: task.id.clone(),
+                    due_at_ms,
+                    missed,
+                };
+                (FireOutcome::Fired(task.id), body, Some(now_ms()))
+            }
+            Firing::Skip { reason } => {
+                let body = EventBody::ScheduleSkipped {
+                    schedule: row.id.clone(),
+                    due_at_ms,
+                    reason: reason.to_owned(),
+                };
+                (FireOutcome::Skipped, body, None)
+            }
+        };
+        sqlx::query(
+            "UPDATE schedules SET next_run_at_ms = ?, \
+             last_run_at_ms = COALESCE(?, last_run_at_ms) WHERE id = ?",
+        )
+        .bind(next_run_at_ms)
+        .bind(last_run)
+        .bind(&row.id)
+        .execute(&mut *tx)
+        .await?;
+        events.push(insert(&mut tx, &row.chat(&thread), &body).await?);
+        tx.commit().await?;
+        for event in events {
+            self.bus.publish(event);
+        }
+        Ok(outcome)
+    }
+}
+
+/// The schedule `id` of a live agent, with the agent's chat thread, read on the writer's
+/// open transaction.
+async fn locked(
+    conn: &mut SqliteConnection,
+    id: &str,
+) -> Result<(ScheduleRow, String), StoreError> {
+    let sql = format!("{SELECT_SCHEDULE} AND s.id = ?");
+    let row: ScheduleRow = sqlx::query_as(&sql)
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| StoreError::NoSuchSchedule(id.to_owned()))?;
+    let thread: String =
+        sqlx::query_scalar("SELECT id FROM threads WHERE agent_id = ? AND kind = 'chat'")
+            .bind(row.agent_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok((row, thread))
+}

@@ -1,0 +1,3 @@
+-- As SQLite's 20261201130000_box_lock: the box's lock is rebuilt at start from its box_lock
+-- events: find them without a scan.
+CREATE INDEX events_box_lock ON events (seq) WHERE kind = 'box_lock';
