@@ -237,10 +237,11 @@ async fn failover(rows: &mut Vec<Row>) {
         mock.set_fallback(Reply::text("late").delay(Duration::from_secs(120)));
         let config = model_config(&mock, "openai");
         let mut a = start_node(&config, &url, "a", lease).await;
-        let b = start_node(&config, &url, "b", lease).await;
         add_agent(&a, "f").await;
         let task = create_task(&a, "f", "wait for the model", None).await;
         mock.wait_for_requests(1).await;
+        // b comes up once a runs the task (up before, b could have claimed it itself).
+        let b = start_node(&config, &url, "b", lease).await;
         let killed = Instant::now();
         a.kill9();
         wait_for(Duration::from_secs(60), "b to recover the task", || async {
