@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod confine;
 pub mod context;
+pub mod heartbeat;
 pub mod home;
 pub mod mcp;
 pub mod providers;

@@ -19,7 +19,6 @@
 
 mod approval;
 mod batch;
-mod beats;
 pub mod doctor;
 mod files;
 mod fleet;

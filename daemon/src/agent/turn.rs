@@ -442,15 +442,17 @@ impl Turn {
         operation: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, Halt> {
+        let beats = crate::heartbeat::beside(self.rt.config.heartbeat, fut, |elapsed| {
+            self.append(EventBody::Heartbeat {
+                operation: operation.to_owned(),
+                elapsed_ms: crate::heartbeat::millis(elapsed),
+            })
+        });
         // Paused (shutdown, or this node lost the task's claim): stop where it is.
-        super::beats::beside(
-            self.rt.config.heartbeat,
-            &self.pause,
-            operation,
-            fut,
-            |body| self.append(body),
-        )
-        .await
+        tokio::select! {
+            out = beats => out,
+            () = self.pause.cancelled() => Err(Halt::Shutdown),
+        }
     }
 
     pub(super) async fn record_result(

@@ -7,7 +7,6 @@
 //! when Docker is missing: then each call answers why, and nothing runs on the host.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use lazyboy_protocol::EventBody;
 
@@ -47,29 +46,15 @@ impl BoxTask {
     pub async fn screen(&self, ctx: &ToolContext, from_parent: bool) -> Result<Live, ToolError> {
         // No box, no lock: without Docker the call fails here, having waited for nobody.
         self.live().await?;
-        let started = Instant::now();
-        // The heartbeats are a future of their own, polled beside the acquisition: a `select!`
-        // branch body that records one would stall an acquisition suspended mid-write.
-        let beats = async {
-            let mut beat = crate::bus::idle_interval(self.sandbox.heartbeat);
-            loop {
-                beat.tick().await;
-                let elapsed = started.elapsed();
-                let body = EventBody::Heartbeat {
-                    operation: format!("{}, {} s", self.sandbox.waiting_for(), elapsed.as_secs()),
-                    elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-                };
-                if let Err(error) = ctx.scope.record(body).await {
-                    return error;
-                }
-            }
-        };
-        tokio::select! {
-            taken = self.sandbox.acquire(&self.task, from_parent, &ctx.cancel) => {
-                taken.map_err(box_error)?;
-            }
-            error = beats => return Err(error.into()),
-        }
+        let acquire = self.sandbox.acquire(&self.task, from_parent, &ctx.cancel);
+        let taken = crate::heartbeat::beside(self.sandbox.heartbeat, acquire, |elapsed| {
+            ctx.scope.record(EventBody::Heartbeat {
+                operation: format!("{}, {} s", self.sandbox.waiting_for(), elapsed.as_secs()),
+                elapsed_ms: crate::heartbeat::millis(elapsed),
+            })
+        })
+        .await?;
+        taken.map_err(box_error)?;
         let live = self.live().await?;
         self.sandbox
             .show_profile(&live, self.agent())

@@ -1,39 +1,30 @@
-//! Heartbeats beside a long operation.
+//! Heartbeats beside a long operation: the one way the daemon records them.
 //!
 //! A heartbeat is recorded *beside* the operation, never *instead of* it: the operation may
 //! hold the store's writer in the middle of an append of its own (a tool recording events:
 //! the box's lock, its own heartbeats, MCP progress). A heartbeat that waited for the writer
 //! in a `select!` branch body, with the operation no longer polled, would wait forever, and
-//! with it every task of the daemon.
+//! with it every task of the daemon. A heartbeat being written when the operation ends is
+//! let land: an append cut off mid-write could be lost to live subscribers.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use lazyboy_protocol::EventBody;
-use tokio_util::sync::CancellationToken;
-
-use super::turn::Halt;
-
-type Recording<'a> = Pin<Box<dyn Future<Output = Result<(), Halt>> + Send + 'a>>;
-
-/// Runs `operation`, recording a `heartbeat` event through `record` every `period` while
-/// it runs. A heartbeat being recorded when the operation ends is let land (an append cut
-/// off mid-write could be lost to live subscribers).
-pub(super) async fn beside<'a, T, R>(
+/// Runs `operation`; every `period` while it runs, `beat(elapsed)` records a heartbeat
+/// (at most one in flight). A failed heartbeat (the store is gone) ends the wait with its
+/// error.
+pub async fn beside<T, E, R>(
     period: Duration,
-    shutdown: &CancellationToken,
-    label: &str,
     operation: impl Future<Output = T>,
-    record: impl Fn(EventBody) -> R,
-) -> Result<T, Halt>
+    beat: impl Fn(Duration) -> R,
+) -> Result<T, E>
 where
-    R: Future<Output = Result<(), Halt>> + Send + 'a,
+    R: Future<Output = Result<(), E>>,
 {
     let started = Instant::now();
-    let mut beat = crate::bus::idle_interval(period);
+    let mut tick = crate::bus::idle_interval(period);
     let mut operation = std::pin::pin!(operation);
-    let mut recording: Option<Recording<'a>> = None;
+    let mut recording: Option<std::pin::Pin<Box<R>>> = None;
     loop {
         tokio::select! {
             out = &mut operation => {
@@ -42,7 +33,6 @@ where
                 }
                 return Ok(out);
             }
-            () = shutdown.cancelled() => return Err(Halt::Shutdown),
             recorded = async {
                 match recording.as_mut() {
                     Some(beat) => beat.await,
@@ -53,15 +43,16 @@ where
                 recording = None;
                 recorded?;
             }
-            _ = beat.tick(), if recording.is_none() => {
-                let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                recording = Some(Box::pin(record(EventBody::Heartbeat {
-                    operation: label.to_owned(),
-                    elapsed_ms,
-                })));
+            _ = tick.tick(), if recording.is_none() => {
+                recording = Some(Box::pin(beat(started.elapsed())));
             }
         }
     }
+}
+
+/// Milliseconds for a heartbeat's `elapsed_ms`.
+pub fn millis(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -92,7 +83,7 @@ mod tests {
                 "done"
             }
         };
-        let record = |_body: EventBody| {
+        let record = |_elapsed: Duration| {
             let writer = writer.clone();
             let beats = beats.clone();
             async move {
@@ -101,10 +92,9 @@ mod tests {
                 Ok(())
             }
         };
-        let shutdown = CancellationToken::new();
-        let ran = tokio::time::timeout(
+        let ran: Result<&str, ()> = tokio::time::timeout(
             Duration::from_secs(10),
-            beside(Duration::from_millis(2), &shutdown, "op", operation, record),
+            beside(Duration::from_millis(2), operation, record),
         )
         .await
         .expect("deadlocked: the heartbeat waited on the operation's lock");
@@ -116,17 +106,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_shutdown_ends_the_wait() {
-        let shutdown = CancellationToken::new();
-        shutdown.cancel();
-        let out = beside(
-            Duration::from_secs(1),
-            &shutdown,
-            "op",
+    async fn a_failed_heartbeat_ends_the_wait_with_its_error() {
+        let out: Result<(), &str> = beside(
+            Duration::from_millis(1),
             std::future::pending::<()>(),
-            |_| async { Ok(()) },
+            |_| async { Err("the store is gone") },
         )
         .await;
-        assert!(matches!(out, Err(Halt::Shutdown)));
+        assert_eq!(out, Err("the store is gone"));
     }
 }
