@@ -53,7 +53,10 @@ pub(super) struct Window {
     pub(super) prior: Option<String>,
     context: u64,
     /// A summary pass in flight, and the round before which no new one starts.
-    pass: Option<JoinHandle<bool>>,
+    pass: Option<(JoinHandle<bool>, i64)>,
+    /// The seq the last summary that landed covers up to: until the history has it, no new
+    /// pass starts (it would cover the same rounds again).
+    landed_upto: i64,
     retry_at_round: u64,
 }
 
@@ -69,6 +72,7 @@ impl Window {
             prior: None,
             context: provider.config().context_tokens,
             pass: None,
+            landed_upto: 0,
             retry_at_round: 0,
         }
     }
@@ -218,18 +222,24 @@ impl Turn {
         history: &History,
         built: &Built,
     ) {
-        if let Some(pass) = &window.pass {
+        if let Some((pass, _)) = &window.pass {
             if !pass.is_finished() {
                 return;
             }
-            if let Some(pass) = window.pass.take() {
+            if let Some((pass, upto)) = window.pass.take() {
                 let ok = futures_util::FutureExt::now_or_never(pass)
                     .and_then(Result::ok)
                     .unwrap_or(false);
-                if !ok {
+                if ok {
+                    window.landed_upto = upto;
+                } else {
                     window.retry_at_round = history.rounds + 1;
                 }
             }
+        }
+        let summarized = history.summary.as_ref().map_or(0, |(seq, _)| *seq);
+        if summarized < window.landed_upto {
+            return;
         }
         let Some(upto) = built.uncovered_upto else {
             return;
@@ -265,13 +275,16 @@ impl Turn {
             return;
         }
         let previous = history.summary.as_ref().map(|(_, text)| text.clone());
-        window.pass = Some(spawn_pass(
-            &self.rt,
-            provider.clone(),
-            &self.task,
-            Target::Task,
-            previous,
-            transcript,
+        window.pass = Some((
+            spawn_pass(
+                &self.rt,
+                provider.clone(),
+                &self.task,
+                Target::Task,
+                previous,
+                transcript,
+                last,
+            ),
             last,
         ));
     }
