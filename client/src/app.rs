@@ -12,6 +12,7 @@ use lazyboy_protocol::paths;
 
 /// Runs the CLI with the process's arguments.
 pub fn main() -> ExitCode {
+    end_quietly_on_broken_pipe();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -30,6 +31,26 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Exit code of a command whose reader went away (128 + SIGPIPE, what a shell reports).
+pub const BROKEN_PIPE: i32 = 141;
+
+/// A reader that goes away (`lazyboy tasks | head -1`) ends the output as for any Unix tool:
+/// exit 141, no message. Rust ignores SIGPIPE, so `println!` panics on EPIPE instead, and
+/// restoring the signal's default disposition needs `unsafe`, which is denied here.
+fn end_quietly_on_broken_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map_or("", String::as_str);
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(BROKEN_PIPE);
+        }
+        report(info);
+    }));
 }
 
 async fn run(cli: Cli) -> anyhow::Result<i32> {

@@ -333,7 +333,13 @@ pub fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-/// Where the dashboard's screenshots go (the README links them).
+/// Where the dashboard's screenshots go: `target/screenshots/`, or with
+/// `LAZYBOY_SCREENSHOTS=docs` the committed ones the README links (a run then refreshes them;
+/// an ordinary run leaves the tree clean).
 pub fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/screenshots")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    match std::env::var("LAZYBOY_SCREENSHOTS").as_deref() {
+        Ok("docs") => root.join("docs/screenshots"),
+        _ => root.join("target/screenshots"),
+    }
 }

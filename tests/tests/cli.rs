@@ -24,6 +24,23 @@ async fn wait_file(path: &Path, what: &str) {
 }
 
 #[test]
+fn output_into_a_closed_pipe_ends_quietly_like_a_unix_tool() {
+    // `lazyboy completions bash | head -0`, made deterministic: the reader is gone before the
+    // CLI writes.
+    let home = temp_home();
+    let (reader, writer) = nix::unistd::pipe().unwrap();
+    drop(reader);
+    let output = cli(home.path())
+        .args(["completions", "bash"])
+        .stdout(Stdio::from(writer))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(141), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}
+
+#[test]
 fn completions_for_bash_zsh_and_fish_name_the_verbs() {
     let home = temp_home();
     for shell in ["bash", "zsh", "fish"] {

@@ -8,7 +8,8 @@
 //! the page is hidden it renders nothing, counts what needs the person in the title and shows
 //! a notification (through the service worker); shown again, it catches up.
 //!
-//! Screenshots of both sizes go to `docs/screenshots/` (the README shows them).
+//! Screenshots of both sizes go to `target/screenshots/`; `LAZYBOY_SCREENSHOTS=docs` writes
+//! the ones in `docs/screenshots/` that the README shows.
 
 use std::time::Duration;
 

@@ -9,6 +9,9 @@ use crate::cli::Cli;
 pub fn run(shell: Shell) -> anyhow::Result<i32> {
     let mut command = Cli::command();
     let name = command.get_name().to_owned();
-    clap_complete::generate(shell, &mut command, name, &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, name, &mut script);
+    // Printed, not written: a reader that goes away ends it like any other output.
+    print!("{}", String::from_utf8_lossy(&script));
     Ok(0)
 }
