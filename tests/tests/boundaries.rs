@@ -7,6 +7,8 @@
 //!   ordinary error result; inside the workspace they write as before. `read-only` writes
 //!   nothing, the file tools included.
 //! - A configured key's value printed by a command is stored, and sent, redacted.
+//! - Both helpers confine: `lazyboy-sandbox` (what the daemon runs) and the daemon's own
+//!   hidden `--sandbox-exec` mode (what it falls back to when copied alone).
 //!
 //! Needs `curl` (scripts/test installs it).
 
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use lazyboy_protocol::{EventBody, Task, TaskState, ToolStatus};
 use lazyboy_tests::mock_model::{MockModel, Reply};
-use lazyboy_tests::{TestDaemon, all_events, create_task, output_of, task_events, wait_for};
+use lazyboy_tests::{TestDaemon, all_events, bin, create_task, output_of, task_events, wait_for};
 use serde_json::json;
 
 fn need_curl() {
@@ -183,6 +185,38 @@ async fn an_agents_commands_cannot_use_the_daemons_api() {
     let out = output_of(answer).await;
     assert!(out.status.success(), "{out:?}");
     daemon.stop();
+}
+
+#[test]
+fn both_sandbox_helpers_grant_only_what_they_are_told() {
+    let granted = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo a > {g}/ok && echo granted-written; echo b > {o}/no || echo other-denied",
+        g = granted.path().display(),
+        o = other.path().display()
+    );
+    for (program, flag) in [
+        (bin("lazyboy-sandbox"), None),
+        (bin("lazyboy-sandbox"), Some("--sandbox-exec")),
+        (bin("lazyboyd"), Some("--sandbox-exec")),
+    ] {
+        let output = std::process::Command::new(&program)
+            .args(flag)
+            .args(["-r", "/", "-w", "/dev/null", "-w"])
+            .arg(granted.path())
+            .args(["--", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&output.stdout);
+        let err = String::from_utf8_lossy(&output.stderr);
+        let name = program.display();
+        assert!(out.contains("granted-written"), "{name}: {out} {err}");
+        assert!(out.contains("other-denied"), "{name}: {out} {err}");
+        assert!(err.contains("Permission denied"), "{name}: {err}");
+        assert!(!other.path().join("no").exists(), "{name} wrote outside");
+        std::fs::remove_file(granted.path().join("ok")).unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

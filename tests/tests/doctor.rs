@@ -113,5 +113,11 @@ async fn configured_the_model_an_mcp_server_and_search_check_out() {
     for name in ["config", "model", "mcp time", "web search", "sandbox"] {
         assert_eq!(status(name), CheckStatus::Ok, "{name}: {report:#?}");
     }
+    // ... through the small helper beside the daemon, not the daemon itself.
+    let sandbox = report.checks.iter().find(|c| c.name == "sandbox").unwrap();
+    assert!(
+        sandbox.detail.contains("lazyboy-sandbox-under-test"),
+        "{sandbox:?}"
+    );
     assert!(mock.request_count() >= 1);
 }

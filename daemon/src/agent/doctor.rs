@@ -82,7 +82,11 @@ fn sandbox() -> DoctorCheck {
         Ok(what) => check(
             "sandbox",
             CheckStatus::Ok,
-            format!("{what}: named agents' commands write only where their sandbox allows"),
+            format!(
+                "{what}, through {}: named agents' commands write only where their sandbox \
+                 allows",
+                crate::confine::helper().display()
+            ),
             None,
         ),
         Err(why) => check(

@@ -48,8 +48,18 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Spec, String> {
     Ok(spec)
 }
 
+/// The helper as a process: its arguments, with or without [`super::HELPER_FLAG`] first
+/// (`lazyboyd --sandbox-exec ...` and `lazyboy-sandbox ...` take the same ones).
+pub fn helper_main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().map(|arg| arg.as_os_str()) == Some(super::HELPER_FLAG.as_ref()) {
+        args.next();
+    }
+    exec_main(args)
+}
+
 /// The helper's whole life: confine, then exec. Returns only on failure.
-pub fn exec_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+fn exec_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let spec = match parse(args) {
         Ok(spec) => spec,
         Err(error) => {

@@ -3,7 +3,7 @@
 //! - [`Confinement`]: the sandbox an agent's host commands run in (`workspace-write`,
 //!   `read-only`, `off`) and the paths it grants ([`grants`], a plain function). On Linux a
 //!   command runs through our own binary in a hidden mode (`lazyboyd --sandbox-exec`,
-//!   [`landlock::exec_main`]) that applies Landlock to itself and then execs the shell, as
+//!   [`landlock::helper_main`], or the small `lazyboy-sandbox` beside it) that applies Landlock to itself and then execs the shell, as
 //!   codex-rs has codex-linux-sandbox (no `pre_exec` closure: `unsafe_code` is denied here).
 //!   On macOS the same rules become a Seatbelt profile for `sandbox-exec` ([`seatbelt`]).
 //! - [`procs`]: the process tree read from `/proc` (ancestry, descendants, which process
@@ -110,12 +110,27 @@ pub fn set_helper(program: &Path) {
     let _ = HELPER.set(program.to_path_buf());
 }
 
-/// The program that runs `--sandbox-exec`.
+/// The program that runs `--sandbox-exec`: `lazyboy-sandbox` beside this executable
+/// (`lazyboyd` → `lazyboy-sandbox`, `lazyboyd-under-test` → `lazyboy-sandbox-under-test`),
+/// or without it this executable itself in its hidden mode (a daemon copied alone still
+/// confines, only slower to start each command).
 pub fn helper() -> PathBuf {
-    HELPER
-        .get()
-        .cloned()
-        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+    HELPER.get_or_init(beside_this_executable).clone()
+}
+
+fn beside_this_executable() -> PathBuf {
+    let this = PathBuf::from("/proc/self/exe");
+    let Ok(exe) = std::env::current_exe() else {
+        return this;
+    };
+    let name = exe.file_name().and_then(|name| name.to_str()).unwrap_or("");
+    match name.strip_prefix("lazyboyd") {
+        Some(rest) => {
+            let helper = exe.with_file_name(format!("lazyboy-sandbox{rest}"));
+            if helper.is_file() { helper } else { this }
+        }
+        None => this,
+    }
 }
 
 /// What confines commands on this machine (probed once): `Ok("landlock (ABI 7)")`, or why
