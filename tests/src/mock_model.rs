@@ -22,11 +22,13 @@
 //! mock.assert_clean();
 //! ```
 //!
-//! `check.rs` normalizes requests and checks the invariants; `render.rs` writes replies in
-//! either format.
+//! `captured.rs` is what a request looked like; `check.rs` normalizes requests and checks the
+//! invariants; `reply.rs` builds scripted replies and `render.rs` writes them in either format.
 
+mod captured;
 mod check;
 mod render;
+mod reply;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -42,8 +44,11 @@ use axum::routing::post;
 use serde_json::Value;
 use tokio::sync::watch;
 
+pub use captured::{CapturedRequest, SeenImage, SeenMessage};
 use check::{conversation_violations, normalize_anthropic, normalize_openai};
 use render::{error_response, render};
+pub use reply::Reply;
+use reply::ReplyBody;
 
 /// The text of the default fallback reply.
 pub const NO_SCRIPT_LEFT: &str = "(mock: no script left)";
@@ -81,276 +86,6 @@ impl MockCall {
 impl<I: Into<String>, N: Into<String>> From<(I, N, Value)> for MockCall {
     fn from((id, name, arguments): (I, N, Value)) -> MockCall {
         MockCall::new(id, name, arguments)
-    }
-}
-
-/// One scripted answer, rendered in whichever wire format the request used.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    body: ReplyBody,
-    delay: Duration,
-    delta_delay: Duration,
-    cut_off: bool,
-    no_terminator: bool,
-    repeat_id_and_name: bool,
-    explicit_nulls: bool,
-    retry_after: Option<u64>,
-    non_streaming: bool,
-    /// What usage the reply reports: `None` a plausible count (request bytes / 4), `Some(None)`
-    /// no usage at all, `Some(Some((input, cached, output)))` exactly that.
-    usage: Option<Option<(u64, u64, u64)>>,
-}
-
-#[derive(Debug, Clone)]
-enum ReplyBody {
-    Answer {
-        text: String,
-        calls: Vec<MockCall>,
-    },
-    Error {
-        status: u16,
-        message: String,
-        json: bool,
-    },
-    StreamError {
-        message: String,
-    },
-}
-
-impl Reply {
-    fn of(body: ReplyBody) -> Reply {
-        Reply {
-            body,
-            delay: Duration::ZERO,
-            delta_delay: Duration::ZERO,
-            cut_off: false,
-            no_terminator: false,
-            repeat_id_and_name: false,
-            explicit_nulls: false,
-            retry_after: None,
-            non_streaming: false,
-            usage: None,
-        }
-    }
-
-    /// Reports exactly this usage (input tokens with the cached ones included, cached, output).
-    pub fn with_usage(mut self, input: u64, cached: u64, output: u64) -> Reply {
-        self.usage = Some(Some((input, cached, output)));
-        self
-    }
-
-    /// Reports no usage, as some local servers do.
-    pub fn without_usage(mut self) -> Reply {
-        self.usage = Some(None);
-        self
-    }
-
-    /// A text reply, streamed as several deltas (one per word, or two halves of one word).
-    pub fn text(text: impl Into<String>) -> Reply {
-        Reply::of(ReplyBody::Answer {
-            text: text.into(),
-            calls: Vec::new(),
-        })
-    }
-
-    /// One tool call; its arguments are streamed in several fragments.
-    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, args: Value) -> Reply {
-        Reply::tool_calls([MockCall::new(id, name, args)])
-    }
-
-    /// Several calls in one reply, e.g. `Reply::tool_calls([("c1", "ls", json!({}))])`.
-    pub fn tool_calls<C: Into<MockCall>>(calls: impl IntoIterator<Item = C>) -> Reply {
-        let calls = calls.into_iter().map(Into::into).collect();
-        Reply::of(ReplyBody::Answer {
-            text: String::new(),
-            calls,
-        })
-    }
-
-    /// A call whose arguments are sent verbatim (use it for arguments that are not JSON).
-    pub fn raw_tool_call(id: impl Into<String>, name: impl Into<String>, raw: &str) -> Reply {
-        let call = MockCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: raw.to_owned(),
-        };
-        Reply::tool_calls([call])
-    }
-
-    /// Neither text nor tool calls.
-    pub fn empty() -> Reply {
-        Reply::text("")
-    }
-
-    /// An error status with a plain-text body.
-    pub fn error(status: u16, body: impl Into<String>) -> Reply {
-        Reply::of(ReplyBody::Error {
-            status,
-            message: body.into(),
-            json: false,
-        })
-    }
-
-    /// An error status with the format's JSON error body (`{"error":{"message":..}}`).
-    pub fn json_error(status: u16, message: impl Into<String>) -> Reply {
-        Reply::of(ReplyBody::Error {
-            status,
-            message: message.into(),
-            json: true,
-        })
-    }
-
-    /// A 200 stream that fails mid-way with an error event (Anthropic `overloaded_error`;
-    /// an OpenAI chunk `{"error":{..}}`).
-    pub fn stream_error(message: impl Into<String>) -> Reply {
-        Reply::of(ReplyBody::StreamError {
-            message: message.into(),
-        })
-    }
-
-    /// Adds text before the tool calls.
-    pub fn with_text(mut self, text: impl Into<String>) -> Reply {
-        if let ReplyBody::Answer { text: existing, .. } = &mut self.body {
-            *existing = text.into();
-        }
-        self
-    }
-
-    /// Waits this long before answering at all.
-    pub fn delay(mut self, delay: Duration) -> Reply {
-        self.delay = delay;
-        self
-    }
-
-    /// Waits this long between stream events.
-    pub fn delta_delay(mut self, delay: Duration) -> Reply {
-        self.delta_delay = delay;
-        self
-    }
-
-    /// Sends the first half of the stream, then breaks the connection (no terminator, no
-    /// end of the chunked body): the client sees a body error.
-    pub fn cut_off(mut self) -> Reply {
-        self.cut_off = true;
-        self
-    }
-
-    /// Ends the stream cleanly but without `data: [DONE]` (OpenAI) or `message_stop`
-    /// (Anthropic).
-    pub fn no_terminator(mut self) -> Reply {
-        self.no_terminator = true;
-        self
-    }
-
-    /// OpenAI quirk: every tool-call chunk repeats the call's id, type and name.
-    pub fn repeat_id_and_name(mut self) -> Reply {
-        self.repeat_id_and_name = true;
-        self
-    }
-
-    /// OpenAI: every absent field is sent as `null`, plus a chunk with no `delta`.
-    pub fn explicit_nulls(mut self) -> Reply {
-        self.explicit_nulls = true;
-        self
-    }
-
-    /// Adds `Retry-After: secs` (for 429 and 5xx replies).
-    pub fn retry_after(mut self, secs: u64) -> Reply {
-        self.retry_after = Some(secs);
-        self
-    }
-
-    /// Answers one JSON document (`application/json`) even to a stream request.
-    pub fn non_streaming(mut self) -> Reply {
-        self.non_streaming = true;
-        self
-    }
-}
-
-/// One message as the model was sent it, the same for both formats: an Anthropic user
-/// message holding tool results and text becomes one `ToolResult` per result, then a `User`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SeenMessage {
-    User {
-        text: String,
-    },
-    Assistant {
-        text: String,
-        tool_calls: Vec<MockCall>,
-    },
-    ToolResult {
-        call_id: String,
-        content: String,
-        is_error: bool,
-    },
-}
-
-/// One request the server received.
-#[derive(Debug, Clone)]
-pub struct CapturedRequest {
-    pub wire: Wire,
-    pub path: String,
-    /// The `Authorization` header (OpenAI), as sent.
-    pub authorization: Option<String>,
-    /// The `x-api-key` header (Anthropic).
-    pub api_key: Option<String>,
-    pub anthropic_version: Option<String>,
-    pub body: Value,
-    pub model: String,
-    pub stream: bool,
-    pub system: String,
-    pub messages: Vec<SeenMessage>,
-    /// The offered tools' names.
-    pub tools: Vec<String>,
-    /// When the request was read, just before the reply (and its first delta) is sent.
-    pub received_at: std::time::Instant,
-    /// The images it carried, in order.
-    pub images: Vec<SeenImage>,
-}
-
-/// An image in a request: in an Anthropic tool result (`call_id` names it), or an OpenAI
-/// user message's `image_url` part (the text part before it names the call).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SeenImage {
-    pub call_id: Option<String>,
-    pub media_type: String,
-    /// The decoded length would need a decoder; the base64 text is kept as sent.
-    pub base64: String,
-}
-
-impl CapturedRequest {
-    /// The text of the last user message.
-    pub fn last_user_text(&self) -> Option<&str> {
-        self.messages
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                SeenMessage::User { text } => Some(text.as_str()),
-                _ => None,
-            })
-    }
-
-    /// The content of the last tool result.
-    pub fn last_tool_result(&self) -> Option<&str> {
-        self.messages
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                SeenMessage::ToolResult { content, .. } => Some(content.as_str()),
-                _ => None,
-            })
-    }
-
-    /// The content of the result answering `call_id`.
-    pub fn tool_result_for(&self, call_id: &str) -> Option<&str> {
-        self.messages.iter().find_map(|message| match message {
-            SeenMessage::ToolResult {
-                call_id: id,
-                content,
-                ..
-            } if id == call_id => Some(content.as_str()),
-            _ => None,
-        })
     }
 }
 

@@ -15,7 +15,6 @@
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -25,6 +24,9 @@ use crate::cli::{ServiceCommand, ServiceInstallArgs};
 use crate::connection::Client;
 use crate::daemon_proc;
 use crate::service_file::{self, Platform, Spec};
+
+mod tools;
+use tools::{launchctl, systemctl};
 
 /// How long install waits for the service's daemon to answer.
 const ANSWER_DEADLINE: Duration = Duration::from_secs(20);
@@ -417,49 +419,6 @@ fn launchd_view(target: &Target) -> String {
         Ok(_) => "not loaded".to_owned(),
         Err(error) => format!("unavailable: {error:#}"),
     }
-}
-
-/// What one run of `systemctl`/`launchctl` said.
-struct Ran {
-    /// `program args`, for messages.
-    command: String,
-    ok: bool,
-    out: String,
-    err: String,
-}
-
-impl Ran {
-    /// An error (with the tool's own words) unless it succeeded.
-    fn check(self) -> anyhow::Result<Ran> {
-        if !self.ok {
-            bail!("`{}` failed: {}", self.command, self.err.trim());
-        }
-        Ok(self)
-    }
-}
-
-/// Runs the tool; an error only if it cannot be run at all (not installed).
-fn tool(program: &str, args: &[&str]) -> anyhow::Result<Ran> {
-    let command = format!("{program} {}", args.join(" "));
-    let output = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run `{command}`"))?;
-    Ok(Ran {
-        command,
-        ok: output.status.success(),
-        out: String::from_utf8_lossy(&output.stdout).into_owned(),
-        err: String::from_utf8_lossy(&output.stderr).into_owned(),
-    })
-}
-
-fn systemctl(args: &[&str]) -> anyhow::Result<Ran> {
-    tool("systemctl", &[&["--user"], args].concat())
-}
-
-fn launchctl(args: &[&str]) -> anyhow::Result<Ran> {
-    tool("launchctl", args)
 }
 
 /// Writes through a temp file and a rename, so a crash never leaves half a unit.
