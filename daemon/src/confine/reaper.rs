@@ -37,11 +37,21 @@ pub fn become_subreaper() -> io::Result<()> {
 pub fn spawn_tracked(
     spawn: impl FnOnce() -> io::Result<tokio::process::Child>,
 ) -> io::Result<tokio::process::Child> {
+    track(spawn, tokio::process::Child::id)
+}
+
+/// [`spawn_tracked`] for a child inside something else (an MCP server inside its transport):
+/// `pid` finds it. Nothing tells when tokio waits for such a child, so its pid stays recorded
+/// (should the kernel hand that pid to an adopted orphan later, that one zombie stays).
+pub fn track<T>(
+    spawn: impl FnOnce() -> io::Result<T>,
+    pid: impl FnOnce(&T) -> Option<u32>,
+) -> io::Result<T> {
     // Held across the spawn: a child that exits at once must not be reaped before its pid is
     // recorded.
     let mut spawned = spawned();
     let child = spawn()?;
-    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+    if let Some(pid) = pid(&child).and_then(|pid| i32::try_from(pid).ok()) {
         spawned.insert(pid);
     }
     Ok(child)

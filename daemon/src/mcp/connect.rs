@@ -169,10 +169,16 @@ fn spawn(
     }
     let mut wrap = CommandWrap::from(cmd);
     wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    let (transport, stderr) = TokioChildProcess::builder(wrap)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+    // Tracked: the daemon reaps the zombies it adopted, never its own children's.
+    let (transport, stderr) = crate::confine::reaper::track(
+        || {
+            TokioChildProcess::builder(wrap)
+                .stderr(Stdio::piped())
+                .spawn()
+        },
+        |(transport, _)| transport.id(),
+    )
+    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
     let pid = transport.id();
     if let Some(stderr) = stderr {
         let server = name.to_owned();

@@ -74,7 +74,8 @@ impl Machine for BoxMachine {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        command.spawn().map_err(|e| {
+        // Tracked, like host commands: the daemon reaps zombies it adopted, never tokio's.
+        crate::confine::reaper::spawn_tracked(|| command.spawn()).map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 io::Error::new(
                     e.kind(),
@@ -178,4 +179,35 @@ pub async fn kill_marked(
         .trim()
         .parse()
         .unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// The reaper runs on every SIGCHLD: a box command's `docker exec` client that has exited
+    /// must still be tokio's to wait for (an untracked one was reaped first, and the command
+    /// then "ended with an unknown status").
+    #[tokio::test]
+    async fn the_reaper_leaves_a_box_commands_client_to_tokio() {
+        let machine = BoxMachine {
+            container: "lazyboy-test-no-such-box".into(),
+            docker: bollard::Docker::connect_with_local_defaults().unwrap(),
+        };
+        let mut child = machine
+            .spawn("true", Path::new("/"), "cmd-reaper-test")
+            .expect("the docker client (scripts/test installs docker.io)");
+        let pid = i32::try_from(child.id().unwrap()).unwrap();
+        // `docker exec` into no such container fails at once; wait for its zombie.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while crate::confine::procs::stat(pid).is_none_or(|s| s.state != 'Z') {
+            assert!(Instant::now() < deadline, "docker exec did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        crate::confine::reaper::reap_adopted();
+        let status = child.wait().await.expect("tokio still owns the client");
+        assert_eq!(status.code(), Some(1), "{status:?}");
+    }
 }
