@@ -248,10 +248,19 @@ async fn while_hidden_it_notifies_and_catches_up_when_shown() {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         };
+        // If none came, say what the page could see (a failure seen once in a full run, not
+        // reproduced alone).
+        let seen = browser
+            .eval(
+                "return [Notification.permission, String(navigator.serviceWorker.controller?.state),
+                         document.visibilityState, document.title]",
+                vec![],
+            )
+            .await;
         assert_eq!(
             shown,
             json!([["payer asks", "Ready to pay?"]]),
-            "at {}",
+            "at {}: permission, worker, visibility, title: {seen}",
             size.name()
         );
         let rendered = browser
