@@ -198,12 +198,20 @@ async fn a_line_typed_during_run_steers_the_task_and_the_next_answers_its_questi
         std::future::ready(out().contains("which colour?").then_some(()))
     })
     .await;
-    let waiting: lazyboy_protocol::Task = daemon
-        .client()
-        .get(&format!("/api/tasks/{task}"))
-        .await
-        .unwrap();
-    assert_eq!(waiting.state, TaskState::WaitingForHuman);
+    // The question event comes first, the task's state a moment later.
+    wait_for(
+        Duration::from_secs(20),
+        "the task to wait for the person",
+        || async {
+            let waiting: lazyboy_protocol::Task = daemon
+                .client()
+                .get(&format!("/api/tasks/{task}"))
+                .await
+                .unwrap();
+            (waiting.state == TaskState::WaitingForHuman).then_some(())
+        },
+    )
+    .await;
     writeln!(stdin, "2").unwrap();
 
     let status = wait_for(Duration::from_secs(30), "run to exit", || {

@@ -132,6 +132,7 @@ impl Runtime {
         // Held so a decision never races an answer, a stop or the scheduler.
         let running = self.running.lock().await;
         let task = self.store.task(task_id).await?;
+        let task = self.settled(running.contains_key(task_id), task).await?;
         self.decide_locked(&task, decision, reason).await?;
         drop(running);
         self.enqueue();

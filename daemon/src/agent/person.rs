@@ -6,11 +6,16 @@
 //! a message never races the loop it steers or the scheduler that starts a task.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use lazyboy_protocol::{AnswerTask, EventBody, MessageAction, TaskState, ToolStatus};
 
 use super::{AnswerError, Runtime, history};
 use crate::store::{AgentRow, StoreError, TaskRow};
+
+/// How long an answer waits for a task whose question is open to be marked waiting (the
+/// turn's last batch may still be finishing other calls).
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// Where a message to an agent went.
 #[derive(Debug, Clone)]
@@ -171,10 +176,39 @@ impl Runtime {
         // Held so two answers, or an answer and the scheduler, never interleave.
         let running = self.running.lock().await;
         let task = self.store.task(task_id).await?;
+        let task = self.settled(running.contains_key(task_id), task).await?;
         self.answer_locked(&task, answer).await?;
         drop(running);
         self.enqueue();
         Ok(())
+    }
+
+    /// `task` as an answer must see it. A turn records its question, then ends and marks the
+    /// task waiting: an answer sent the moment the question appears comes in between. While
+    /// the task still runs here (`running_here`, under the scheduler's lock) with a question
+    /// open, this waits for that mark, up to [`SETTLE`].
+    pub(super) async fn settled(
+        &self,
+        running_here: bool,
+        task: TaskRow,
+    ) -> Result<TaskRow, StoreError> {
+        if !running_here || task.state() != TaskState::Running {
+            return Ok(task);
+        }
+        let events = self.store.task_history(&task.id).await?;
+        if history::History::from_events(events.iter().map(|(_, body)| body))
+            .question
+            .is_none()
+        {
+            return Ok(task);
+        }
+        let deadline = tokio::time::Instant::now() + SETTLE;
+        let mut task = task;
+        while task.state() == TaskState::Running && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            task = self.store.task(&task.id).await?;
+        }
+        Ok(task)
     }
 
     /// [`Runtime::answer`] with the scheduler's lock held by the caller; the caller wakes the

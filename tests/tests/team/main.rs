@@ -8,6 +8,7 @@ use lazyboy_protocol::{EventBody, TaskList, TaskState, Verdict};
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::{TestDaemon, add_agent, all_events, model_config, output_of, wait_for};
 
+mod answers;
 mod recovery;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
