@@ -19,6 +19,20 @@ async fn an_orphan_is_stopped_only_through_its_marker() {
     let (_dir, ctx) = testing::ctx();
     let command = ctx.commands.start(spec(&ctx, "sleep 30")).await.unwrap();
     let pgid = command.info().pgid;
+    // The spawn returns once bash's exec is under way, and bash then execs `sleep`; while a
+    // process execs, /proc shows no environment for it (this test once read it then, under
+    // load). Wait for `sleep` with its environment.
+    let marker = format!("{MARKER}={}", command.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let settled = || {
+        std::fs::read_to_string(format!("/proc/{pgid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+            && std::fs::read(format!("/proc/{pgid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == marker.as_bytes()))
+    };
+    while !settled() {
+        assert!(std::time::Instant::now() < deadline, "no marker in /proc");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     // Another command's id never matches, even in the right group.
     assert_eq!(stop_orphan("cmd-someone-else", pgid), Orphan::Gone);
     assert!(command.exit().is_none());
