@@ -2,9 +2,10 @@
 //!
 //! - [`Confinement`]: the sandbox an agent's host commands run in (`workspace-write`,
 //!   `read-only`, `off`) and the paths it grants ([`grants`], a plain function). On Linux a
-//!   command runs through our own binary in a hidden mode (`lazyboyd --sandbox-exec`,
-//!   [`landlock::helper_main`], or the small `lazyboy-sandbox` beside it) that applies Landlock to itself and then execs the shell, as
-//!   codex-rs has codex-linux-sandbox (no `pre_exec` closure: `unsafe_code` is denied here).
+//!   command runs through our sandbox helper, `lazyboy-sandbox` beside the daemon (else the
+//!   daemon's own hidden mode, `lazyboyd --sandbox-exec`; both [`landlock::helper_main`]),
+//!   which applies Landlock to itself and then execs the shell, as codex-rs has
+//!   codex-linux-sandbox (no `pre_exec` closure: `unsafe_code` is denied here).
 //!   On macOS the same rules become a Seatbelt profile for `sandbox-exec` ([`seatbelt`]).
 //! - [`procs`]: the process tree read from `/proc` (ancestry, descendants, which process
 //!   holds a socket), so the API can refuse requests from agents' processes.
