@@ -55,6 +55,13 @@ pub enum Command {
         #[arg(long)]
         note: bool,
     },
+    /// Open the dashboard signed in: prints a one-time login link and, in a terminal, opens
+    /// it in the browser (which then stays signed in).
+    Web {
+        /// Only print the link.
+        #[arg(long)]
+        print: bool,
+    },
     /// Print a shell completion script, e.g. `lazyboy completions bash >
     /// ~/.local/share/bash-completion/completions/lazyboy`.
     Completions {

@@ -50,6 +50,8 @@ pub struct Daemon {
     pub socket: LocalSocket,
     pub tcp: TcpListener,
     pub guard: Guard,
+    /// The credential every request must carry (`home::ensure_token`).
+    pub token: api::token::Token,
     /// Serve HTTPS on `tcp` with this configuration (`--tls-cert`, `--tls-key`).
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -57,6 +59,7 @@ pub struct Daemon {
 /// Serves both listeners until `shutdown` is cancelled, then shuts down gracefully.
 pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<()> {
     let tcp_addr: SocketAddr = daemon.tcp.local_addr()?;
+    web::policy::set_own_listener(tcp_addr);
     ensure_default_agent(&daemon.store).await?;
     let runtime = agent::Runtime::new(
         daemon.store.clone(),
@@ -69,8 +72,9 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),
-            daemon.guard.token.clone(),
+            daemon.token.clone(),
         )),
+        auth: Arc::new(api::auth::Auth::new(daemon.token.clone(), tls)),
         runtime: runtime.clone(),
         store: daemon.store.clone(),
         shutdown: shutdown.clone(),
@@ -100,9 +104,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     }
     tokio::spawn(confine::reaper::run(shutdown.clone()));
 
-    // Each connection learns whether an agent's process is on its other end (`api::peers`).
-    let router = api::tcp_router(state.clone(), daemon.guard)
-        .into_make_service_with_connect_info::<api::peers::Peer>();
+    let router = api::tcp_router(state.clone(), daemon.guard).into_make_service();
     let stop = shutdown.clone().cancelled_owned();
     let tcp_server: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
         match daemon.tls {

@@ -25,7 +25,7 @@ pub use boundaries::{
 };
 
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Largest request body the API accepts (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -43,7 +43,7 @@ pub mod paths {
     pub const LOCK: &str = "lazyboyd.lock";
     /// The directory of log files.
     pub const LOGS: &str = "logs";
-    /// A generated access token for non-loopback listeners (mode 0600).
+    /// The API's credential (mode 0600): every request on every listener carries it.
     pub const TOKEN: &str = "token";
 
     /// The home directory: `explicit`, else `LAZYBOY_HOME`, else the platform data dir

@@ -71,6 +71,8 @@ pub struct TestDaemon {
     _owned_home: Option<TempDir>,
     child: Option<Child>,
     pub health: Health,
+    /// An HTTP client for the TCP listener that sends the home's token, as the person's
+    /// programs do (see [`TestDaemon::anonymous`] for one that sends nothing).
     pub http: reqwest::Client,
     extra_env: Vec<(String, String)>,
     /// `--listen`: `127.0.0.1:0` unless [`TestDaemon::pin_port`] kept the port.
@@ -187,6 +189,39 @@ impl TestDaemon {
             },
         )
         .await;
+        self.http = authenticated_http(&self.token());
+    }
+
+    /// The daemon's token (its `LAZYBOY_TOKEN`, else `<home>/token`): every API request
+    /// must carry it.
+    pub fn token(&self) -> String {
+        if let Some((_, token)) = self.extra_env.iter().find(|(k, _)| k == "LAZYBOY_TOKEN") {
+            return token.clone();
+        }
+        let text = std::fs::read_to_string(self.home.join(paths::TOKEN))
+            .expect("the daemon writes <home>/token at start");
+        text.trim().to_owned()
+    }
+
+    /// An HTTP client that sends no credential (what a stranger, or an agent's command that
+    /// cannot read the home, has).
+    pub fn anonymous(&self) -> reqwest::Client {
+        reqwest::Client::builder().build().unwrap()
+    }
+
+    /// A fresh one-time login link on the dashboard (`/login?code=...`), as `lazyboy web`
+    /// prints it: a browser that opens it is signed in and lands on `/`.
+    pub async fn login_url(&self) -> String {
+        let code: lazyboy_protocol::LoginCode = self
+            .client()
+            .call(
+                lazyboy::connection::Method::POST,
+                "/api/auth/login",
+                None::<&()>,
+            )
+            .await
+            .unwrap();
+        code.link(&self.health.url)
     }
 
     /// Makes a later [`TestDaemon::restart`] listen on the port this daemon has, so a page
@@ -206,9 +241,13 @@ impl TestDaemon {
         self.health.pid
     }
 
-    /// A CLI-side client on the local socket.
+    /// A CLI-side client on the local socket (with the daemon's `LAZYBOY_TOKEN` when it was
+    /// given one, as the person's shell would have it).
     pub fn client(&self) -> Client {
-        Client::new(self.home.clone())
+        match self.extra_env.iter().find(|(k, _)| k == "LAZYBOY_TOKEN") {
+            Some((_, token)) => Client::with_token(self.home.clone(), token),
+            None => Client::new(self.home.clone()),
+        }
     }
 
     /// `http://127.0.0.1:PORT` plus `path`.
@@ -279,6 +318,17 @@ impl Drop for TestDaemon {
             let _ = child.wait();
         }
     }
+}
+
+/// A client whose every request carries `Authorization: Bearer <token>`.
+pub fn authenticated_http(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
 }
 
 /// A `config.toml` pointing the default provider at `mock`.

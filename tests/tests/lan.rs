@@ -1,7 +1,8 @@
 //! Reaching the dashboard from a phone: `lazyboy daemon start --lan` listens on every
-//! interface with a token it creates, and prints each LAN URL with the token and a QR code
-//! of it (never `0.0.0.0`); `--tls-cert`/`--tls-key` serve HTTPS (a self-signed certificate
-//! made with openssl here, trusted by the test's client).
+//! interface, and prints for each LAN URL a one-time login link (never the token) and a QR
+//! code of it (never `0.0.0.0`); `--tls-cert`/`--tls-key` serve HTTPS (a self-signed
+//! certificate made with openssl here, trusted by the test's client), where the session
+//! cookie is `Secure` and `__Host-`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
@@ -15,7 +16,7 @@ fn stop(home: &std::path::Path) {
 }
 
 #[tokio::test]
-async fn daemon_start_lan_prints_lan_urls_with_the_token_and_a_qr_code() {
+async fn daemon_start_lan_prints_one_time_login_links_and_qr_codes() {
     let home = temp_home();
     let out = output_of({
         let mut c = cli(home.path());
@@ -60,13 +61,19 @@ async fn daemon_start_lan_prints_lan_urls_with_the_token_and_a_qr_code() {
         assert!(text.contains("no network interface"), "{text}");
         println!("this machine has no LAN interface: only the loopback URL was checked");
     }
+    assert!(
+        !text.contains(&token),
+        "the token is never printed in a URL: {text}"
+    );
     for url in &health.lan_urls {
-        // Printed with the token, and followed by its QR code (half blocks).
-        let printed = format!("on the LAN: {url}?token={token}\n");
+        // A login link, followed by its QR code (half blocks).
+        let prefix = format!("on the LAN: {url}login?code=");
         let at = text
-            .find(&printed)
-            .unwrap_or_else(|| panic!("{printed} not in {text}"));
-        let qr: Vec<&str> = text[at + printed.len()..].lines().take(12).collect();
+            .find(&prefix)
+            .unwrap_or_else(|| panic!("{prefix} not in {text}"));
+        let line = text[at..].lines().next().unwrap();
+        let link = line.trim_start_matches("on the LAN: ").to_owned();
+        let qr: Vec<&str> = text[at + line.len() + 1..].lines().take(12).collect();
         assert!(
             qr.iter()
                 .all(|l| !l.is_empty() && l.chars().all(|c| " █▀▄".contains(c))),
@@ -74,12 +81,8 @@ async fn daemon_start_lan_prints_lan_urls_with_the_token_and_a_qr_code() {
         );
         let refused = http.get(format!("{url}api/state")).send().await.unwrap();
         assert_eq!(refused.status(), 401, "{url} without the token");
-        let login = http
-            .get(format!("{url}?token={token}"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(login.status(), 303, "{url} with the token");
+        let login = http.get(&link).send().await.unwrap();
+        assert_eq!(login.status(), 303, "{link}");
         let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
         let page = http
             .get(url)
@@ -88,6 +91,8 @@ async fn daemon_start_lan_prints_lan_urls_with_the_token_and_a_qr_code() {
             .await
             .unwrap();
         assert_eq!(page.status(), 200);
+        let again = http.get(&link).send().await.unwrap();
+        assert_eq!(again.status(), 401, "{link} works once");
     }
     // The local URL keeps working for this machine (with the token too: the listener is
     // not loopback-only any more).
@@ -145,11 +150,47 @@ async fn tls_serves_the_dashboard_over_https() {
         .add_root_certificate(trusted)
         .build()
         .unwrap();
-    let page = https.get(&health.url).send().await.unwrap();
+    let token = std::fs::read_to_string(home.path().join("token")).unwrap();
+    let token = token.trim();
+    let page = https
+        .get(&health.url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("importmap"));
+    // Under TLS the session cookie is only ever sent back over HTTPS, to this host.
+    let code: lazyboy_protocol::LoginCode = lazyboy::connection::Client::new(home.path().into())
+        .call(
+            lazyboy::connection::Method::POST,
+            "/api/auth/login",
+            None::<&()>,
+        )
+        .await
+        .unwrap();
+    let no_redirects = reqwest::Client::builder()
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(&std::fs::read(&cert).unwrap()).unwrap(),
+        )
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = no_redirects
+        .get(code.link(&health.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    let cookie = login.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.starts_with("__Host-lazyboy_session="), "{cookie}");
+    assert!(
+        cookie.contains("; Secure") && cookie.contains("Path=/"),
+        "{cookie}"
+    );
     let api: Health = https
         .get(format!("{}api/health", health.url))
+        .bearer_auth(token)
         .send()
         .await
         .unwrap()
@@ -168,7 +209,7 @@ async fn tls_serves_the_dashboard_over_https() {
 }
 
 #[tokio::test]
-async fn service_install_lan_runs_the_daemon_on_all_interfaces_with_a_token() {
+async fn service_install_lan_runs_the_daemon_on_all_interfaces() {
     let home = temp_home();
     let out = output_of({
         let mut c = cli(home.path());
@@ -190,8 +231,4 @@ async fn service_install_lan_runs_the_daemon_on_all_interfaces_with_a_token() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(unit.contains("\"--listen\" \"0.0.0.0:0\""), "{unit}");
-    assert!(
-        home.path().join("token").is_file(),
-        "the token the listener needs exists"
-    );
 }

@@ -1,4 +1,5 @@
-//! Confinement of what agents run on the host, and of who may talk to the daemon.
+//! Confinement of what agents run on the host. (Who may talk to the daemon is a credential,
+//! `api::auth`: the sandbox's part is that a confined command cannot read the home.)
 //!
 //! - [`Confinement`]: the sandbox an agent's host commands run in (`workspace-write`,
 //!   `read-only`, `off`) and the paths it grants ([`grants`], a plain function). On Linux a
@@ -7,8 +8,7 @@
 //!   which applies Landlock to itself and then execs the shell, as codex-rs has
 //!   codex-linux-sandbox (no `pre_exec` closure: `unsafe_code` is denied here).
 //!   On macOS the same rules become a Seatbelt profile for `sandbox-exec` ([`seatbelt`]).
-//! - [`procs`]: the process tree read from `/proc` (ancestry, descendants, which process
-//!   holds a socket), so the API can refuse requests from agents' processes.
+//! - [`procs`]: the process tree read from `/proc` (state, children, descendants).
 //! - [`reaper`]: the daemon is its agents' child subreaper, so double-forked processes stay
 //!   its descendants; it reaps the orphans it adopts.
 //!

@@ -85,7 +85,7 @@ pub async fn list(
         ),
         None => None,
     };
-    let limit = query.limit.unwrap_or(200).clamp(1, 10_000);
+    let limit = query.limit.unwrap_or(200).clamp(1, 1000);
     let tasks = state
         .store
         .list_tasks(query.agent.as_deref(), wanted, limit)
