@@ -157,20 +157,40 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let root = http.get(daemon.url("/novnc/")).send().await.unwrap();
+    let own = daemon.token();
+    // Without the credential: nothing of the desktop.
+    let refused = http.get(daemon.url("/novnc/")).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(
+        rfb_greeting(daemon.url("").trim_end_matches('/'), None)
+            .await
+            .is_err()
+    );
+    let root = http
+        .get(daemon.url("/novnc/"))
+        .bearer_auth(&own)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(root.status(), 302);
     let page = root.headers()["location"].to_str().unwrap().to_owned();
     assert!(page.contains("path=novnc/websockify"), "{page}");
-    let html = http.get(daemon.url(&page)).send().await.unwrap();
+    let html = http
+        .get(daemon.url(&page))
+        .bearer_auth(&own)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(html.status(), 200);
     assert!(html.text().await.unwrap().contains("noVNC"));
     let script = http
         .get(daemon.url("/novnc/app/ui.js"))
+        .bearer_auth(&own)
         .send()
         .await
         .unwrap();
     assert_eq!(script.status(), 200);
-    let greeting = rfb_greeting(daemon.url("").trim_end_matches('/'), None)
+    let greeting = rfb_greeting(daemon.url("").trim_end_matches('/'), Some(&own))
         .await
         .unwrap();
     assert!(
@@ -187,6 +207,9 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
     foreign
         .headers_mut()
         .insert("Origin", "http://evil.example".parse().unwrap());
+    foreign
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {own}").parse().unwrap());
     assert!(tokio_tungstenite::connect_async(foreign).await.is_err());
 
     // The same box through a daemon on every interface, which demands its token.
@@ -198,7 +221,7 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
         .env("LAZYBOY_TOKEN", token)
         .env("LAZYBOY_BOX_NAME", &test_box.name);
     let _open = KillOnDrop(command.spawn().unwrap());
-    let client = lazyboy::connection::Client::new(home.path().to_owned());
+    let client = lazyboy::connection::Client::with_token(home.path().to_owned(), token);
     let health: Health = wait_for(Duration::from_secs(20), "health", || {
         let client = client.clone();
         async move { client.get::<Health>("/api/health").await.ok() }

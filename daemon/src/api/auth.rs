@@ -4,7 +4,8 @@
 //! read the home, so it holds no credential.
 //!
 //! - The local socket: `Authorization: Bearer <token>` (the CLI reads the file), and the
-//!   peer's user id (`SO_PEERCRED`) must be the daemon's.
+//!   peer's user id (`SO_PEERCRED`) must be the daemon's (or root's, who can read the token
+//!   and act as any user anyway).
 //! - TCP (loopback or `--lan`): the bearer header, or the session cookie a browser got from a
 //!   one-time login link. The cookie is not the token but an HMAC of it (so it names no
 //!   secret usable on the socket, and a rotation ends every session); `HttpOnly`,
@@ -49,8 +50,9 @@ pub struct Auth {
     tls: bool,
     /// The daemon's effective user id: the only one the socket serves.
     uid: u32,
-    /// One-time login codes and when each expires (ms since the epoch).
-    logins: Mutex<HashMap<String, u64>>,
+    /// One-time login codes: when each expires (ms since the epoch) and its serial number
+    /// (the order they were minted in, so the oldest goes first when there are too many).
+    logins: Mutex<Logins>,
 }
 
 impl Auth {
@@ -59,7 +61,7 @@ impl Auth {
             token,
             tls,
             uid: nix::unistd::geteuid().as_raw(),
-            logins: Mutex::new(HashMap::new()),
+            logins: Mutex::new(Logins::default()),
         }
     }
 
@@ -108,18 +110,19 @@ impl Auth {
         let expires = now_ms() + LOGIN_TTL.as_millis() as u64;
         let mut logins = self.logins.lock().unwrap_or_else(PoisonError::into_inner);
         let now = now_ms();
-        logins.retain(|_, expires| *expires > now);
-        while logins.len() >= MAX_PENDING {
-            let Some(oldest) = logins
+        logins.pending.retain(|_, (expires, _)| *expires > now);
+        while logins.pending.len() >= MAX_PENDING {
+            let oldest = logins
+                .pending
                 .iter()
-                .min_by_key(|(_, e)| **e)
-                .map(|(c, _)| c.clone())
-            else {
-                break;
-            };
-            logins.remove(&oldest);
+                .min_by_key(|(_, (_, serial))| *serial)
+                .map(|(code, _)| code.clone());
+            let Some(oldest) = oldest else { break };
+            logins.pending.remove(&oldest);
         }
-        logins.insert(code.clone(), expires);
+        logins.serial += 1;
+        let serial = logins.serial;
+        logins.pending.insert(code.clone(), (expires, serial));
         Ok((code, expires))
     }
 
@@ -127,9 +130,13 @@ impl Auth {
     fn redeem(&self, code: &str) -> bool {
         let mut logins = self.logins.lock().unwrap_or_else(PoisonError::into_inner);
         // Compared in constant time against each pending code, so timing says nothing.
-        let found = logins.keys().find(|known| same(code, known)).cloned();
-        match found.and_then(|code| logins.remove(&code)) {
-            Some(expires) => expires > now_ms(),
+        let found = logins
+            .pending
+            .keys()
+            .find(|known| same(code, known))
+            .cloned();
+        match found.and_then(|code| logins.pending.remove(&code)) {
+            Some((expires, _)) => expires > now_ms(),
             None => false,
         }
     }
@@ -145,6 +152,13 @@ impl Auth {
     }
 }
 
+/// The login codes not redeemed yet.
+#[derive(Debug, Default)]
+struct Logins {
+    pending: HashMap<String, (u64, u64)>,
+    serial: u64,
+}
+
 /// The socket's middleware: the daemon's own user, with the token.
 pub async fn socket(
     State(auth): State<Arc<Auth>>,
@@ -152,7 +166,7 @@ pub async fn socket(
     request: Request,
     next: Next,
 ) -> Response {
-    if peer.uid != Some(auth.uid) {
+    if !peer.uid.is_some_and(|uid| uid == auth.uid || uid == 0) {
         return ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden_user",
@@ -298,7 +312,7 @@ mod tests {
         for _ in 0..MAX_PENDING {
             auth.mint().unwrap();
         }
-        assert!(auth.logins.lock().unwrap().len() <= MAX_PENDING);
+        assert!(auth.logins.lock().unwrap().pending.len() <= MAX_PENDING);
         assert!(!auth.redeem(&first), "the oldest went first");
     }
 
