@@ -232,11 +232,17 @@ async fn an_image_older_than_the_contract_is_refused() {
         .args(["build", "-q", "-t", &old, "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let dockerfile = format!("FROM {}\nLABEL lazyboy.box.api=1\n", boxes::image());
     std::io::Write::write_all(&mut build.stdin.take().unwrap(), dockerfile.as_bytes()).unwrap();
-    assert!(build.wait().unwrap().success());
+    let built = build.wait_with_output().unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let _remove = RemoveImage(old.clone());
 
     let mock = MockModel::start().await;

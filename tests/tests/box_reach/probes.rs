@@ -31,6 +31,19 @@ for t in threads: t.start()
 for t in threads: t.join()
 report["open"] = sorted(open_ports)
 
+def receive(s):
+    """What the peer sends until it closes, stops for 2 s, or 64 KB (HTTP headers and body
+    come in separate reads)."""
+    data = b""
+    try:
+        while len(data) < 65536:
+            chunk = s.recv(65536)
+            if not chunk: break
+            data += chunk
+    except OSError:
+        pass
+    return data
+
 def talk(family, address, payloads):
     """What the peer answers to each payload (b"" when nothing, the error when refused)."""
     out = []
@@ -38,7 +51,7 @@ def talk(family, address, payloads):
         s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(2)
         try:
             s.connect(address); s.sendall(payload)
-            out.append(s.recv(4096))
+            out.append(receive(s))
         except OSError as e:
             out.append(("error: " + str(e)).encode())
         finally:
@@ -46,7 +59,7 @@ def talk(family, address, payloads):
     return out
 
 CDP_PIPE = b'{"id":1,"method":"Browser.getVersion"}\0'
-CDP_HTTP = b"GET /json/version HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+CDP_HTTP = b"GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 def speaks(replies):
     text = b" ".join(replies)
     if b"Chrome/" in text or b"webSocketDebuggerUrl" in text: return "cdp"
@@ -96,9 +109,11 @@ for root in roots:
             except OSError: continue
             if not stat.S_ISSOCK(mode): continue
             found.append(path[len(root):])
-            replies = talk(socket.AF_UNIX, path, [CDP_PIPE, CDP_HTTP])
+            # Relative to its directory: the overlay's paths pass the 108 bytes of sun_path.
+            os.chdir(dirpath)
+            replies = talk(socket.AF_UNIX, f, [CDP_PIPE, CDP_HTTP])
             if speaks(replies) == "cdp": cdp.append(path[len(root):])
-            if talk(socket.AF_UNIX, path, [x11_setup(cookie)])[0][:1] == b"\x01":
+            if talk(socket.AF_UNIX, f, [x11_setup(cookie)])[0][:1] == b"\x01":
                 x11.append(path[len(root):])
 report["socket_files"], report["cdp_files"], report["x11_files"] = found, cdp, x11
 report["relay_from_host"] = talk(socket.AF_UNIX, b"\0lazyboy/cdp", [CDP_PIPE])[0].decode(errors="replace")
@@ -123,16 +138,27 @@ for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         if f[3] == "0A": listen.add(int(f[1].rsplit(":", 1)[1], 16))
 report["listen"] = sorted(listen)
 
+def receive(s):
+    data = b""
+    try:
+        while len(data) < 65536:
+            chunk = s.recv(65536)
+            if not chunk: break
+            data += chunk
+    except OSError:
+        pass
+    return data
+
 def talk(family, address, payload):
     s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(2)
     try:
-        s.connect(address); s.sendall(payload); return s.recv(4096)
+        s.connect(address); s.sendall(payload); return receive(s)
     except OSError as e:
         return ("error: " + str(e)).encode()
     finally:
         s.close()
 CDP_PIPE = b'{"id":1,"method":"Browser.getVersion"}\0'
-CDP_HTTP = b"GET /json/version HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+CDP_HTTP = b"GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 is_cdp = lambda b: b"Chrome/" in b or b"webSocketDebuggerUrl" in b
 report["cdp_tcp"] = [p for p in listen for addr in ("127.0.0.1", "::1")
                      if is_cdp(talk(socket.AF_INET6 if ":" in addr else socket.AF_INET, (addr, p), CDP_HTTP))
