@@ -10,8 +10,9 @@
 //!   refuse, the profiles and the browser's processes are out of reach;
 //! - meanwhile the daemon's own browser tools work;
 //! - a box an older daemon left publishing its ports is retired as soon as the daemon
-//!   starts, and the one made instead publishes nothing; an image older than that contract
-//!   is refused.
+//!   starts, and the one made instead publishes nothing, on the same volume, whose profiles
+//!   are handed to the browser user (links box planted dropped); an image older than that
+//!   contract is refused.
 //!
 //! The host-side attack is a root daemon's (the box's files are root's on the host): these
 //! tests need root and say so.
@@ -193,6 +194,13 @@ async fn an_older_daemons_box_is_retired_when_the_daemon_starts() {
         &boxes::image(), "--", "sleep", "infinity",
     ]);
     assert_eq!(test_box.published().lines().count(), 2, "{}", test_box.published());
+    // Its volume as an older image left it: everything box's, and a link box planted in a
+    // profile (the browser would write through it into a file box reads).
+    test_box.exec(
+        "root",
+        "chown -R 1000:1000 /home/box && chmod 755 /home/box /home/box/profiles && \
+         mkdir -p /home/box/profiles/ann && ln -s /home/box/work/stolen /home/box/profiles/ann/Cookies",
+    );
 
     let mock = MockModel::start().await;
     let daemon = daemon(&mock, "openai", &test_box).await;
@@ -218,6 +226,16 @@ async fn an_older_daemons_box_is_retired_when_the_daemon_starts() {
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     assert_ne!(test_box.inspect("{{.Id}}"), old);
     assert_eq!(test_box.published(), "", "the new box publishes a port");
+    // The volume carried over, its profiles now the browser user's alone, the link gone.
+    let owners = test_box.exec(
+        "root",
+        "stat -c %U:%G:%a /home/box /home/box/profiles /home/box/profiles/ann; \
+         test -L /home/box/profiles/ann/Cookies && echo linked || echo unlinked",
+    );
+    assert_eq!(
+        owners,
+        "root:box:1775\nbrowser:browser:700\nbrowser:browser:700\nunlinked\n"
+    );
     let status: BoxStatus = daemon.client().get("/api/box").await.unwrap();
     assert_eq!(status.state, BoxState::Running, "{status:?}");
     daemon.stop();
