@@ -1,5 +1,6 @@
 //! The box in tests: a container and volume of its own per test (`LAZYBOY_BOX_NAME`),
-//! removed on drop, against the real engine and the real image; the box tests never skip.
+//! removed on drop, against the real engine and the real image (`lazyboy/box:latest`, or
+//! `LAZYBOY_BOX_IMAGE`, which the daemons under test read too); the box tests never skip.
 //! A missing engine or image fails loudly with what to run (`scripts/test` does both).
 
 use std::process::{Command, Stdio};

@@ -276,21 +276,27 @@ pub async fn archive(
     path: &str,
     cap: usize,
 ) -> Result<Vec<u8>, BoxError> {
-    let options = DownloadFromContainerOptionsBuilder::new().path(path).build();
+    let options = DownloadFromContainerOptionsBuilder::new()
+        .path(path)
+        .build();
     let read = async {
         let mut stream = docker.download_from_container(id, Some(options));
         let mut out = Vec::new();
         while let Some(chunk) = stream.next().await {
             out.extend_from_slice(&chunk.map_err(api)?);
             if out.len() > cap {
-                return Err(BoxError::Docker(format!("{path} in the box is over {cap} bytes")));
+                return Err(BoxError::Docker(format!(
+                    "{path} in the box is over {cap} bytes"
+                )));
             }
         }
         Ok(out)
     };
     match tokio::time::timeout(API_TIMEOUT, read).await {
         Ok(result) => result,
-        Err(_) => Err(BoxError::Docker(format!("reading {path} from the box timed out"))),
+        Err(_) => Err(BoxError::Docker(format!(
+            "reading {path} from the box timed out"
+        ))),
     }
 }
 

@@ -216,7 +216,9 @@ mod tests {
             let mut header = tar::Header::new_ustar();
             header.set_size(body.len() as u64);
             header.set_mode(0o644);
-            builder.append_data(&mut header, path, body.as_bytes()).unwrap();
+            builder
+                .append_data(&mut header, path, body.as_bytes())
+                .unwrap();
         }
         let mut link = tar::Header::new_ustar();
         link.set_entry_type(tar::EntryType::Symlink);

@@ -80,14 +80,27 @@ async fn a_confined_command_on_the_host_reaches_neither_the_browser_nor_the_scre
     // The control: one port in the box that does listen on its address, so a scan that
     // reached nothing at all would fail.
     docker(&[
-        "exec", "-d", "-u", "box", &test_box.name, "python3", "-m", "http.server", "7777",
-        "--bind", "0.0.0.0",
+        "exec",
+        "-d",
+        "-u",
+        "box",
+        &test_box.name,
+        "python3",
+        "-m",
+        "http.server",
+        "7777",
+        "--bind",
+        "0.0.0.0",
     ]);
     let control = format!("{ip}:7777");
-    wait_for(Duration::from_secs(20), "the control port in the box", || {
-        let control = control.clone();
-        async move { std::net::TcpStream::connect(control).ok().map(|_| ()) }
-    })
+    wait_for(
+        Duration::from_secs(20),
+        "the control port in the box",
+        || {
+            let control = control.clone();
+            async move { std::net::TcpStream::connect(control).ok().map(|_| ()) }
+        },
+    )
     .await;
 
     mock.push(Reply::tool_call(
@@ -110,17 +123,31 @@ async fn a_confined_command_on_the_host_reaches_neither_the_browser_nor_the_scre
     let report = report(&output);
     eprintln!("what the host-side probe saw: {report:#}");
 
-    assert_eq!(report["open"], json!([7777]), "open ports on {ip}: {report:#}");
+    assert_eq!(
+        report["open"],
+        json!([7777]),
+        "open ports on {ip}: {report:#}"
+    );
     assert_eq!(report["speaks"], json!({"7777": null}), "{report:#}");
-    assert_eq!(report["proxies"], json!([]), "forwarders to the box: {report:#}");
+    assert_eq!(
+        report["proxies"],
+        json!([]),
+        "forwarders to the box: {report:#}"
+    );
     let read = report["control"].as_object().unwrap().values();
     let read: Vec<&Value> = read.filter(|v| **v == json!("#!/bin/sh")).collect();
-    assert!(!read.is_empty(), "the probe read none of the box's files: {report:#}");
+    assert!(
+        !read.is_empty(),
+        "the probe read none of the box's files: {report:#}"
+    );
     assert_eq!(report["cookie_read"], json!(true), "{report:#}");
     assert_eq!(report["cdp_files"], json!([]), "{report:#}");
     assert_eq!(report["x11_files"], json!([]), "{report:#}");
     let relay = report["relay_from_host"].as_str().unwrap();
-    assert!(relay.starts_with("error:"), "the relay answered the host: {relay}");
+    assert!(
+        relay.starts_with("error:"),
+        "the relay answered the host: {relay}"
+    );
 
     // Meanwhile the daemon's own way works.
     let (status, snapshot) = result_of(&events, "a3");
@@ -159,7 +186,11 @@ async fn a_box_shell_command_reaches_neither_the_browser_nor_the_screen() {
 
     assert_eq!(report["whoami"], "box");
     // Controls: the test site listens (as box, on loopback), the display's socket is there.
-    assert_eq!(report["listen"], json!([8000]), "listening in the box: {report:#}");
+    assert_eq!(
+        report["listen"],
+        json!([8000]),
+        "listening in the box: {report:#}"
+    );
     assert_eq!(report["cdp_tcp"], json!([]), "{report:#}");
     let unix = report["unix"].as_array().unwrap();
     assert!(unix.contains(&json!("@/tmp/.X11-unix/X1")), "{report:#}");
@@ -188,12 +219,33 @@ async fn an_older_daemons_box_is_retired_when_the_daemon_starts() {
     // The old daemon's box: noVNC and CDP published on the host's loopback. What runs in it
     // does not matter here, what it publishes does.
     let old = docker(&[
-        "run", "-d", "--name", &name, "--label", "lazyboy.box=1", "--label",
-        &format!("lazyboy.box.name={name}"), "-p", "127.0.0.1::6080", "-p", "127.0.0.1::9223",
-        "-v", &format!("{name}-home:/home/box"), "--entrypoint", "/usr/bin/tini",
-        &boxes::image(), "--", "sleep", "infinity",
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--label",
+        "lazyboy.box=1",
+        "--label",
+        &format!("lazyboy.box.name={name}"),
+        "-p",
+        "127.0.0.1::6080",
+        "-p",
+        "127.0.0.1::9223",
+        "-v",
+        &format!("{name}-home:/home/box"),
+        "--entrypoint",
+        "/usr/bin/tini",
+        &boxes::image(),
+        "--",
+        "sleep",
+        "infinity",
     ]);
-    assert_eq!(test_box.published().lines().count(), 2, "{}", test_box.published());
+    assert_eq!(
+        test_box.published().lines().count(),
+        2,
+        "{}",
+        test_box.published()
+    );
     // Its volume as an older image left it: everything box's, and a link box planted in a
     // profile (the browser would write through it into a file box reads).
     test_box.exec(
@@ -279,7 +331,12 @@ async fn an_image_older_than_the_contract_is_refused() {
     assert!(body.contains("older than this daemon"), "{body}");
     let status: BoxStatus = daemon.client().get("/api/box").await.unwrap();
     assert_eq!(status.state, BoxState::Unavailable, "{status:?}");
-    let made = docker(&["ps", "-aq", "--filter", &format!("name=^{}$", test_box.name)]);
+    let made = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("name=^{}$", test_box.name),
+    ]);
     assert_eq!(made, "", "a container was made from the old image");
     daemon.stop();
 }

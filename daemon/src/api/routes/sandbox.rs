@@ -4,8 +4,8 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::State;
+use axum::extract::ws::WebSocketUpgrade;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lazyboy_protocol::{BoxStatus, BoxTakeover};
