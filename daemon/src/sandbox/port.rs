@@ -3,8 +3,8 @@
 //!
 //! Nothing in the box listens for either on a TCP port and the container publishes none, so
 //! no process on the host (an agent's command included) can drive the browser or watch the
-//! screen around the box's lock: reaching them takes the Docker API, and an agent's commands
-//! are kept away from the Docker socket. Inside the box, `box-port` runs as root only; the
+//! screen around the box's lock: reaching them takes the Docker API, whose socket an agent's
+//! commands must not have (a rule of the host sandbox's, not of this module). Inside the box, `box-port` runs as root only; the
 //! agents' user there (`box`) reaches neither. Going through the engine's API rather than a
 //! socket on the host also keeps a remote engine (`DOCKER_HOST=tcp://…`) working as is.
 //!
