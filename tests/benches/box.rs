@@ -168,6 +168,8 @@ async fn rfb_greeting(daemon: &lazyboy_tests::TestDaemon) -> Duration {
     request
         .headers_mut()
         .insert("Sec-WebSocket-Protocol", protocol);
+    let bearer = format!("Bearer {}", daemon.token()).parse().unwrap();
+    request.headers_mut().insert("Authorization", bearer);
     let started = Instant::now();
     let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     let first = ws.next().await.unwrap().unwrap();

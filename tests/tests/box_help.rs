@@ -268,6 +268,8 @@ async fn novnc_in_a_real_browser_shows_the_desktop_and_takes_the_mouse() {
     start_with_site(&daemon, &test_box).await;
     test_box.exec("root", "box-input mousemove 5 5");
     let browser = lazyboy_tests::browser::Browser::start().await;
+    // Signed in first, as the dashboard's person is.
+    browser.goto(&daemon.login_url().await).await;
     browser.goto(&daemon.url("/novnc/")).await;
     let size = browser
         .wait_js(
