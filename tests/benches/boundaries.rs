@@ -10,17 +10,19 @@
 //!   one at a usual depth outside the temp dir, and one inside `/tmp` as the tests put it
 //!   (then the temp dir is split entry by entry around the home, the most rules).
 //! - Approval round trip: a real daemon, an agent with `approve = ["command"]`; from the
-//!   moment the bench sees the `question` event, `lazyboy approve T` runs (a new CLI process,
-//!   as a person would type it) and the command records its own start (`date +%s%N`).
+//!   `question` event's own timestamp (`at_ms`: when the daemon recorded it), through the
+//!   bench noticing it (polling the task, as a client would), `lazyboy approve T` (a new CLI
+//!   process, as a person would type it), to the command recording its own start
+//!   (`date +%s%N`).
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lazyboy_protocol::{EventBody, Sandbox, Task, TaskState};
 use lazyboy_tests::bench::{self, median, quick};
 use lazyboy_tests::mock_model::{MockModel, Reply};
-use lazyboy_tests::{TestDaemon, bin, output_of, task_events, wait_for, wait_task_finished};
+use lazyboy_tests::{TestDaemon, all_events, bin, output_of, wait_for, wait_task_finished};
 use lazyboyd::confine::Confinement;
 use lazyboyd::tools::CommandRegistry;
 use lazyboyd::tools::commands::StartSpec;
@@ -128,7 +130,7 @@ async fn exec_true(sandbox: Sandbox, ws: &Path, home: &Path, reps: usize) -> Dur
     median(times)
 }
 
-/// Medians of (question seen → command started, the CLI's own spawn-to-exit).
+/// Medians of (question recorded → command started, the CLI's own spawn-to-exit).
 async fn approval_round_trip(reps: usize) -> (Duration, Duration) {
     let mock = MockModel::start().await;
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
@@ -150,8 +152,7 @@ async fn approval_round_trip(reps: usize) -> (Duration, Duration) {
         ));
         mock.push(Reply::text("done"));
         let id = lazyboy_tests::create_task(&daemon, "careful", "go", Some(ws.path())).await;
-        wait_question(&daemon, &id).await;
-        let seen = SystemTime::now();
+        let asked_ms = wait_question(&daemon, &id).await;
         let mut approve = daemon.cli();
         approve.args(["approve", &id]);
         let cli_started = Instant::now();
@@ -164,16 +165,17 @@ async fn approval_round_trip(reps: usize) -> (Duration, Duration) {
             .trim()
             .parse()
             .unwrap();
-        let seen_ns = seen.duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        let asked_ns = u128::try_from(asked_ms).unwrap() * 1_000_000;
         trips.push(Duration::from_nanos(
-            u64::try_from(ns.saturating_sub(seen_ns)).unwrap(),
+            u64::try_from(ns.saturating_sub(asked_ns)).unwrap(),
         ));
     }
     daemon.stop();
     (median(trips), median(clis))
 }
 
-async fn wait_question(daemon: &TestDaemon, id: &str) {
+/// Waits for the task's approval question; returns the question event's `at_ms`.
+async fn wait_question(daemon: &TestDaemon, id: &str) -> i64 {
     wait_for(Duration::from_secs(30), "the approval question", || {
         let client = daemon.client();
         let path = format!("/api/tasks/{id}");
@@ -182,20 +184,21 @@ async fn wait_question(daemon: &TestDaemon, id: &str) {
             if t.state != TaskState::WaitingForHuman {
                 return None;
             }
-            task_events(daemon, id)
+            all_events(daemon, 0)
                 .await
-                .iter()
-                .any(|e| {
+                .into_iter()
+                .filter(|e| e.task.as_deref() == Some(id))
+                .find(|e| {
                     matches!(
-                        e,
-                        EventBody::Question {
+                        e.body(),
+                        Some(EventBody::Question {
                             approval: Some(_),
                             ..
-                        }
+                        })
                     )
                 })
-                .then_some(())
+                .map(|e| e.at_ms)
         }
     })
-    .await;
+    .await
 }
