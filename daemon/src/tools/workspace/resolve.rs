@@ -32,6 +32,8 @@ use rustix::io::Errno;
 
 /// How many symlinks one resolution may follow (the kernel's own limit).
 const MAX_LINKS: u32 = 40;
+/// How often a component that stopped being a symlink between two calls is looked at again.
+const MAX_RETRIES: u32 = 8;
 
 /// Why a path could not be opened beneath the root.
 #[derive(Debug)]
@@ -141,7 +143,7 @@ fn walk(
     // Where the walk is, relative to the root, for naming an escaping link.
     let mut at: Vec<OsString> = Vec::new();
     let mut pending: VecDeque<OsString> = parts(rel);
-    let mut links = 0;
+    let (mut links, mut retries) = (0, 0);
     while let Some(name) = pending.pop_front() {
         if name == ".." {
             if stack.pop().is_none() {
@@ -169,15 +171,21 @@ fn walk(
             // A symlink where a directory (ENOTDIR) or a plain file (ELOOP) was asked for;
             // O_CREAT|O_EXCL on a link answers EEXIST, which stands: the caller decides.
             Err(errno @ (Errno::LOOP | Errno::NOTDIR)) => {
-                let target = match rustix::fs::readlinkat(cur, name.as_os_str(), Vec::new()) {
-                    Ok(target) => PathBuf::from(OsStr::from_bytes(target.as_bytes())),
-                    // Not a symlink after all (or gone): the original answer stands.
-                    Err(_) => return Err(Resolve::Io(errno)),
-                };
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(Resolve::Io(Errno::LOOP));
                 }
+                let target = match rustix::fs::readlinkat(cur, name.as_os_str(), Vec::new()) {
+                    Ok(target) => PathBuf::from(OsStr::from_bytes(target.as_bytes())),
+                    // Not a symlink (any more): swapped back meanwhile, so look again.
+                    Err(Errno::INVAL) if retries < MAX_RETRIES => {
+                        retries += 1;
+                        pending.push_front(name);
+                        continue;
+                    }
+                    // Not a symlink after all (or gone): the original answer stands.
+                    Err(_) => return Err(Resolve::Io(errno)),
+                };
                 let mut link: PathBuf = at.iter().collect();
                 link.push(&name);
                 let inside = if target.is_absolute() {
