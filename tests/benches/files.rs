@@ -90,12 +90,20 @@ fn lazyboyd_workspace(path: &std::path::Path) -> Arc<lazyboyd::tools::workspace:
 }
 
 /// Median time of one call of `tool` with `args`, over `calls` calls (after a warm-up).
-async fn time(registry: &Registry, ctx: &ToolContext, tool: &str, args: Value, calls: usize) -> Duration {
+async fn time(
+    registry: &Registry,
+    ctx: &ToolContext,
+    tool: &str,
+    args: Value,
+    calls: usize,
+) -> Duration {
     let tool = registry.get(tool).unwrap().clone();
     let mut times = Vec::with_capacity(calls);
     for i in 0..calls + 50 {
         let started = Instant::now();
-        let out = lazyboyd::tools::run(tool.as_ref(), ctx, args.clone()).await.unwrap();
+        let out = lazyboyd::tools::run(tool.as_ref(), ctx, args.clone())
+            .await
+            .unwrap();
         let took = started.elapsed();
         match out {
             Handled::Output(out) => assert!(!out.is_error, "{}", out.text),
@@ -117,11 +125,20 @@ async fn run() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(ws.join("src/deep")).unwrap();
-    let text: String = (0..100).map(|i| format!("line {i} of a small source file\n")).collect();
+    let text: String = (0..100)
+        .map(|i| format!("line {i} of a small source file\n"))
+        .collect();
     std::fs::write(ws.join("src/deep/a.rs"), &text).unwrap();
     let ctx = context(&ws);
     let registry = Registry::standard();
-    let read = time(&registry, &ctx, "read_file", json!({"path": "src/deep/a.rs"}), calls).await;
+    let read = time(
+        &registry,
+        &ctx,
+        "read_file",
+        json!({"path": "src/deep/a.rs"}),
+        calls,
+    )
+    .await;
     let write = time(
         &registry,
         &ctx,
@@ -130,10 +147,20 @@ async fn run() {
         calls,
     )
     .await;
-    let list = time(&registry, &ctx, "list_dir", json!({"path": "src", "depth": 2}), calls).await;
+    let list = time(
+        &registry,
+        &ctx,
+        "list_dir",
+        json!({"path": "src", "depth": 2}),
+        calls,
+    )
+    .await;
     println!("| measure | median of {calls} calls |");
     println!("|---|---|");
-    println!("| read_file, 100 lines (3.3 KB), two directories deep | {} |", us(read));
+    println!(
+        "| read_file, 100 lines (3.3 KB), two directories deep | {} |",
+        us(read)
+    );
     println!("| write_file, same size, replacing | {} |", us(write));
     println!("| list_dir, depth 2 | {} |", us(list));
 }

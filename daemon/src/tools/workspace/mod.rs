@@ -133,6 +133,27 @@ pub enum PathError {
     Io { shown: String, source: io::Error },
 }
 
+impl PathError {
+    /// The same refusal, naming `rel` as the path given (a parent of it was refused).
+    fn given(self, rel: &Rel) -> PathError {
+        match self {
+            PathError::Symlink {
+                link, target, root, ..
+            } => PathError::Symlink {
+                given: rel.shown(),
+                link,
+                target,
+                root,
+            },
+            PathError::Home { home, .. } => PathError::Home {
+                given: rel.shown(),
+                home,
+            },
+            other => other,
+        }
+    }
+}
+
 /// What a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -290,7 +311,7 @@ impl Root {
                 return Err(PathError::IsDir(rel.shown()));
             };
             let parent = Rel(parent.to_path_buf());
-            let dir = self.make_dirs(&parent)?;
+            let dir = self.make_dirs(&parent).map_err(|e| e.given(&rel))?;
             let new = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             match rustix::fs::openat(&dir, name, new | OFlags::CLOEXEC, mode(0o600)) {
                 Ok(fd) => {
