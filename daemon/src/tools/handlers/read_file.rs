@@ -58,7 +58,7 @@ impl ToolHandler for ReadFile {
             let path = rel(ctx, &args.path)?;
             let shown = path.shown();
             let bytes = blocking(ctx, move |root| {
-                root.read(&path).map_err(|e| match e {
+                root.read_file(&path).map_err(|e| match e {
                     PathError::NotFound(shown) => ToolOutput::error(format!("no such file: {shown}")),
                     PathError::IsDir(shown) => {
                         ToolOutput::error(format!("{shown} is a directory; use list_dir"))

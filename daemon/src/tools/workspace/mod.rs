@@ -276,6 +276,26 @@ impl Root {
         Ok(bytes)
     }
 
+    /// What `read_file` reads: a regular file's bytes, or what a named pipe delivers until
+    /// its writers close it (as `cat` would: the pipe is opened without blocking, checked
+    /// through its fd, then opened again through `/proc/self/fd/N`, the same pipe, to wait
+    /// for a writer). Sockets and devices are refused.
+    pub fn read_file(&self, rel: &Rel) -> Result<Vec<u8>, PathError> {
+        let fd = self.open_at(rel, READ, Mode::empty())?;
+        let mut file = match FileType::from_raw_mode(stat(rel, fd.as_fd())?.st_mode) {
+            FileType::RegularFile => std::fs::File::from(fd),
+            FileType::Fifo if cfg!(any(target_os = "linux", target_os = "android")) => {
+                std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                    .map_err(|e| io_error(rel, e))?
+            }
+            FileType::Directory => return Err(PathError::IsDir(rel.shown())),
+            _ => return Err(PathError::NotFile(rel.shown())),
+        };
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|e| io_error(rel, e))?;
+        Ok(bytes)
+    }
+
     /// A regular file open for reading and writing (nothing changed yet).
     pub fn open_rw(&self, rel: &Rel) -> Result<std::fs::File, PathError> {
         let flags = OFlags::RDWR | OFlags::NONBLOCK | OFlags::NOCTTY;

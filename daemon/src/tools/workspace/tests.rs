@@ -143,7 +143,8 @@ fn fifos_and_sockets_are_not_files() {
     let s = setup();
     nix::unistd::mkfifo(&s.ws.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     for root in roots(&s.ws) {
-        // Neither blocks: the open is non-blocking and the kind is checked through the fd.
+        // Neither blocks: the open is non-blocking and the kind is checked through the fd
+        // (only `read_file` waits on a named pipe, for its writer, as `cat` does).
         assert!(matches!(read(&root, "fifo"), Err(PathError::NotFile(_))));
         let error = root.write(&root.rel("fifo").unwrap(), b"x").unwrap_err();
         assert!(matches!(error, PathError::NotFile(_)), "{error}");
