@@ -33,11 +33,11 @@
 
 mod dir;
 mod output;
+mod path;
 mod resolve;
 #[cfg(test)]
 mod tests;
 
-use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -48,6 +48,8 @@ use rustix::io::Errno;
 
 pub use dir::{Entry, EntryKind, entries, open_child, read_link, subdir};
 pub use output::{OUTPUT_DIR, OutputDir, OutputError};
+use path::{io_error, normalize};
+pub use path::{PathError, Rel};
 use resolve::{How, Resolve, open_beneath};
 
 /// The LazyBoy home (canonical), recorded at start: the file tools never open it.
@@ -73,85 +75,6 @@ struct Guard {
     home: PathBuf,
     dev: u64,
     ino: u64,
-}
-
-/// A path inside the workspace, relative and normalized (empty: the workspace itself).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rel(PathBuf);
-
-impl Rel {
-    /// The path as the model should write it: relative, `.` for the workspace.
-    pub fn shown(&self) -> String {
-        if self.0.as_os_str().is_empty() {
-            ".".to_owned()
-        } else {
-            self.0.display().to_string()
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// `self/name` (`name` a plain file name).
-    pub fn join(&self, name: &OsStr) -> Rel {
-        Rel(self.0.join(name))
-    }
-}
-
-/// Why a path was not opened: each says it to the model.
-#[derive(Debug, thiserror::Error)]
-pub enum PathError {
-    #[error(
-        "path is outside the workspace: {given} (the workspace is {root}; use a path inside \
-         it, preferably relative)"
-    )]
-    Outside { given: String, root: String },
-    #[error("path escapes the workspace: {given} (the workspace is {root})")]
-    Escapes { given: String, root: String },
-    #[error(
-        "path escapes the workspace through a symlink: {given} ({link} -> {target} leads out \
-         of the workspace {root}; such links are not followed)"
-    )]
-    Symlink {
-        given: String,
-        link: String,
-        target: String,
-        root: String,
-    },
-    #[error("{given} is in the LazyBoy home ({home}); the file tools never open it")]
-    Home { given: String, home: String },
-    #[error("no such file or directory: {0}")]
-    NotFound(String),
-    #[error("{0} is a directory")]
-    IsDir(String),
-    #[error("{0} is not a directory")]
-    NotDir(String),
-    #[error("{0} is not a regular file")]
-    NotFile(String),
-    #[error("cannot open {shown}: {source}")]
-    Io { shown: String, source: io::Error },
-}
-
-impl PathError {
-    /// The same refusal, naming `rel` as the path given (a parent of it was refused).
-    fn given(self, rel: &Rel) -> PathError {
-        match self {
-            PathError::Symlink {
-                link, target, root, ..
-            } => PathError::Symlink {
-                given: rel.shown(),
-                link,
-                target,
-                root,
-            },
-            PathError::Home { home, .. } => PathError::Home {
-                given: rel.shown(),
-                home,
-            },
-            other => other,
-        }
-    }
 }
 
 /// What a path is.
@@ -461,13 +384,6 @@ impl Root {
     }
 }
 
-fn io_error(rel: &Rel, source: io::Error) -> PathError {
-    PathError::Io {
-        shown: rel.shown(),
-        source,
-    }
-}
-
 fn stat(rel: &Rel, fd: BorrowedFd<'_>) -> Result<Stat, PathError> {
     rustix::fs::fstat(fd).map_err(|e| io_error(rel, e.into()))
 }
@@ -500,6 +416,7 @@ fn real_path(fd: BorrowedFd<'_>) -> Option<PathBuf> {
 
 #[cfg(target_vendor = "apple")]
 fn real_path(fd: BorrowedFd<'_>) -> Option<PathBuf> {
+    use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let path = rustix::fs::getpath(fd).ok()?;
     Some(PathBuf::from(OsStr::from_bytes(path.as_bytes())))
@@ -519,22 +436,4 @@ pub fn dir_path(fd: BorrowedFd<'_>, fallback: &Path) -> PathBuf {
         return proc;
     }
     real_path(fd).unwrap_or_else(|| fallback.to_path_buf())
-}
-
-/// Removes `.` and resolves `..` lexically; `None` when `..` climbs above the start (for
-/// an absolute path: above `/`).
-fn normalize(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    Some(out)
 }
