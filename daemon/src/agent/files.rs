@@ -54,7 +54,9 @@ impl Runtime {
         let open = tokio::task::spawn_blocking(move || {
             let root = workspace::Root::open(&PathBuf::from(&task.workspace))
                 .map_err(|e| FileError::Gone(format!("the workspace is gone: {e}")))?;
-            let rel = root.rel(&path).map_err(|e| FileError::Gone(e.to_string()))?;
+            let rel = root
+                .rel(&path)
+                .map_err(|e| FileError::Gone(e.to_string()))?;
             let (file, _) = root.open_file(&rel).map_err(|e| match e {
                 workspace::PathError::IsDir(_) | workspace::PathError::NotFile(_) => {
                     FileError::Gone(format!("{path} is no longer a file"))

@@ -27,7 +27,10 @@ pub fn limit(ctx: &ToolContext, text: String) -> String {
         .workspace
         .output()
         .map_err(|e| e.to_string())
-        .and_then(|dir| dir.replace(&name, text.as_bytes()).map_err(|e| e.to_string()));
+        .and_then(|dir| {
+            dir.replace(&name, text.as_bytes())
+                .map_err(|e| e.to_string())
+        });
     let (head, tail) = cut(&text);
     let omitted = text.len() - head.len() - tail.len();
     let note = match saved {

@@ -71,7 +71,10 @@ pub struct StartSpec {
 pub enum StartError {
     #[error("the working directory {0} is not a directory")]
     Workdir(PathBuf),
-    #[error("cannot create the command log {}/{id}.log: {source}", spill::OUTPUT_DIR)]
+    #[error(
+        "cannot create the command log {}/{id}.log: {source}",
+        spill::OUTPUT_DIR
+    )]
     Log { id: String, source: io::Error },
     #[error("cannot start the shell: {0}")]
     Spawn(io::Error),

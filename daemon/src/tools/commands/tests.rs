@@ -101,7 +101,9 @@ async fn unread_output_is_bounded_in_memory_but_logged_whole() {
     assert!(text.contains(" bytes of output were not kept in memory"));
     assert!(text.len() <= MEMORY_CAP + 300);
     assert_eq!(
-        std::fs::metadata(ctx.workspace.path().join(&command.info().log_path)).unwrap().len(),
+        std::fs::metadata(ctx.workspace.path().join(&command.info().log_path))
+            .unwrap()
+            .len(),
         3_000_000
     );
     assert_eq!(command.take_output(), "");

@@ -151,7 +151,12 @@ mod tests {
     #[tokio::test]
     async fn commands_of_other_tasks_are_unknown_even_in_the_same_workspace() {
         let (_dir, mut ctx) = ctx();
-        let out = call(&ExecCommand, &ctx, json!({"cmd": "sleep 30", "block_until_ms": 0})).await;
+        let out = call(
+            &ExecCommand,
+            &ctx,
+            json!({"cmd": "sleep 30", "block_until_ms": 0}),
+        )
+        .await;
         let id = command_id(&out.text);
         // Another task in the same workspace (another agent's, a subagent, its parent) may
         // not follow it: the same answer as for an id that never existed.
@@ -164,7 +169,11 @@ mod tests {
         );
         ctx.task_id = "task-1".to_owned();
         let out = call(&AwaitCommand, &ctx, json!({"id": id, "timeout_ms": 0})).await;
-        assert!(!out.is_error && out.text.contains("still running"), "{}", out.text);
+        assert!(
+            !out.is_error && out.text.contains("still running"),
+            "{}",
+            out.text
+        );
         ctx.commands.kill_all();
     }
 }

@@ -87,9 +87,8 @@ impl BoxTask {
 /// its name (a planted symlink is removed, never followed).
 pub async fn attach_png(ctx: &ToolContext, png: &[u8]) -> Result<String, ToolError> {
     let name = format!("{}.png", ctx.call_id);
-    let cannot = |e: &dyn std::fmt::Display| {
-        ToolOutput::error(format!("cannot save the screenshot: {e}"))
-    };
+    let cannot =
+        |e: &dyn std::fmt::Display| ToolOutput::error(format!("cannot save the screenshot: {e}"));
     let dir = ctx.workspace.output().map_err(|e| cannot(&e))?;
     dir.replace(&name, png).map_err(|e| cannot(&e))?;
     let path = format!("{}/{name}", crate::tools::spill::OUTPUT_DIR);

@@ -101,9 +101,9 @@ fn edit(
 ) -> Result<Handled, ToolOutput> {
     let shown = path.shown();
     let mut file = root.open_rw(path).map_err(|e| match e {
-        PathError::NotFound(shown) => {
-            ToolOutput::error(format!("no such file: {shown} (use write_file to create it)"))
-        }
+        PathError::NotFound(shown) => ToolOutput::error(format!(
+            "no such file: {shown} (use write_file to create it)"
+        )),
         other => path_error(other),
     })?;
     let mut text = String::new();

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{command_report, parse, path_error, rel, schema};
-use crate::tools::workspace::{self, PathError};
 use crate::tools::commands::{StartSpec, WaitEnd};
+use crate::tools::workspace::{self, PathError};
 use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
 const DEFAULT_BLOCK_MS: u64 = 30_000;
@@ -90,9 +90,9 @@ impl ToolHandler for ExecCommand {
             // Opened beneath the workspace and handed to the child as `/proc/self/fd/N`: the
             // command starts in this directory even if the path is swapped meanwhile.
             let fd = ctx.workspace.open_dir(&dir).map_err(|e| match e {
-                PathError::NotFound(shown) | PathError::NotDir(shown) => ToolOutput::error(
-                    format!("the working directory {shown} is not a directory"),
-                ),
+                PathError::NotFound(shown) | PathError::NotDir(shown) => {
+                    ToolOutput::error(format!("the working directory {shown} is not a directory"))
+                }
                 other => path_error(other),
             })?;
             let fallback = ctx.workspace.path().join(dir.path());
@@ -170,7 +170,10 @@ mod tests {
             out.text
         );
         let id = command_id(&out.text);
-        let log = ctx.workspace.path().join(format!(".lazyboy-output/{id}.log"));
+        let log = ctx
+            .workspace
+            .path()
+            .join(format!(".lazyboy-output/{id}.log"));
         assert!(
             out.text.contains(&format!("log: .lazyboy-output/{id}.log")),
             "{}",
@@ -280,7 +283,8 @@ mod tests {
         );
         assert!(out.text.contains("\n1\n2\n") && out.text.ends_with("19999\n20000\n"));
         let spilled =
-            std::fs::read_to_string(ctx.workspace.path().join(".lazyboy-output/call-1.txt")).unwrap();
+            std::fs::read_to_string(ctx.workspace.path().join(".lazyboy-output/call-1.txt"))
+                .unwrap();
         assert_eq!(spilled.lines().count(), 20000);
     }
 }

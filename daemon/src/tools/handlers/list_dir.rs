@@ -168,7 +168,7 @@ mod tests {
     #[tokio::test]
     async fn lists_sorted_with_depth() {
         let (_dir, ctx) = ctx();
-        tree(&ctx.workspace.path());
+        tree(ctx.workspace.path());
         let out = call(&ListDir, &ctx, json!({})).await;
         assert!(!out.is_error);
         assert!(
@@ -187,7 +187,7 @@ mod tests {
     #[tokio::test]
     async fn files_missing_paths_and_empty_dirs() {
         let (_dir, ctx) = ctx();
-        tree(&ctx.workspace.path());
+        tree(ctx.workspace.path());
         let out = call(&ListDir, &ctx, json!({"path": "a.txt"})).await;
         assert!(
             out.is_error && out.text.contains("not a directory"),

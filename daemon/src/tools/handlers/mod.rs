@@ -191,7 +191,9 @@ pub(crate) fn parse<T: DeserializeOwned>(
 
 /// `path` judged inside the workspace (not opened yet).
 fn rel(ctx: &ToolContext, path: &str) -> Result<workspace::Rel, ToolOutput> {
-    ctx.workspace.rel(path).map_err(|e| ToolOutput::error(e.to_string()))
+    ctx.workspace
+        .rel(path)
+        .map_err(|e| ToolOutput::error(e.to_string()))
 }
 
 /// A workspace refusal or failure, for the model.

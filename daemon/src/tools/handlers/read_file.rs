@@ -59,7 +59,9 @@ impl ToolHandler for ReadFile {
             let shown = path.shown();
             let bytes = blocking(ctx, move |root| {
                 root.read_file(&path).map_err(|e| match e {
-                    PathError::NotFound(shown) => ToolOutput::error(format!("no such file: {shown}")),
+                    PathError::NotFound(shown) => {
+                        ToolOutput::error(format!("no such file: {shown}"))
+                    }
                     PathError::IsDir(shown) => {
                         ToolOutput::error(format!("{shown} is a directory; use list_dir"))
                     }

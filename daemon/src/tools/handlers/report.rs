@@ -175,7 +175,9 @@ pub fn check_done(
     }
     let mut files = Vec::with_capacity(report.files.len());
     for file in &report.files {
-        let path = workspace.rel(file).map_err(|e| format!("report_done refused: {e}"))?;
+        let path = workspace
+            .rel(file)
+            .map_err(|e| format!("report_done refused: {e}"))?;
         // Opened beneath the workspace: a file that leads out through a symlink is refused.
         match workspace.open_file(&path) {
             Ok((_, size)) => files.push(Deliverable {
@@ -195,7 +197,9 @@ pub fn check_done(
                 ));
             }
             Err(PathError::Io { source, .. }) => {
-                return Err(format!("report_done refused: {file} cannot be read: {source}"));
+                return Err(format!(
+                    "report_done refused: {file} cannot be read: {source}"
+                ));
             }
             Err(other) => return Err(format!("report_done refused: {other}")),
         }

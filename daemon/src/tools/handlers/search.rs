@@ -173,7 +173,11 @@ fn level(dir: BorrowedFd<'_>, rel: &Path) -> Level {
             continue;
         };
         let mut text = String::new();
-        if file.take(MAX_IGNORE_FILE).read_to_string(&mut text).is_err() {
+        if file
+            .take(MAX_IGNORE_FILE)
+            .read_to_string(&mut text)
+            .is_err()
+        {
             continue;
         }
         let mut builder = GitignoreBuilder::new(&base);

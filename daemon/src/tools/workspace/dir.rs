@@ -84,8 +84,10 @@ pub fn open_child(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Option<std::f
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
     let stat = rustix::fs::fstat(&fd)?;
-    Ok((FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile)
-        .then(|| std::fs::File::from(fd)))
+    Ok(
+        (FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile)
+            .then(|| std::fs::File::from(fd)),
+    )
 }
 
 /// The target of the symlink `name` in `dir` (not followed).

@@ -48,8 +48,8 @@ use rustix::io::Errno;
 
 pub use dir::{Entry, EntryKind, entries, open_child, read_link, subdir};
 pub use output::{OUTPUT_DIR, OutputDir, OutputError};
-use path::{io_error, normalize};
 pub use path::{PathError, Rel};
+use path::{io_error, normalize};
 use resolve::{How, Resolve, open_beneath};
 
 /// The LazyBoy home (canonical), recorded at start: the file tools never open it.
@@ -389,13 +389,19 @@ fn stat(rel: &Rel, fd: BorrowedFd<'_>) -> Result<Stat, PathError> {
 }
 
 /// A file's device and inode, whatever their widths on this platform.
-#[allow(clippy::unnecessary_cast, reason = "the widths differ between Linux and macOS")]
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "the widths differ between Linux and macOS"
+)]
 pub(super) fn dev_ino(stat: &Stat) -> (u64, u64) {
     (stat.st_dev as u64, stat.st_ino as u64)
 }
 
 /// Permission bits as the platform's mode type.
-#[allow(clippy::unnecessary_cast, reason = "mode_t is u32 on Linux, u16 on macOS")]
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "mode_t is u32 on Linux, u16 on macOS"
+)]
 pub(super) fn mode(bits: u32) -> Mode {
     Mode::from_bits_truncate(bits as rustix::fs::RawMode)
 }

@@ -61,11 +61,17 @@ fn relative_absolute_and_new_paths_stay_inside() {
         let new = root.rel("new/dir/f.txt").unwrap();
         assert!(root.write(&new, b"n").unwrap(), "created");
         assert!(!root.write(&new, b"m").unwrap(), "replaced");
-        assert_eq!(std::fs::read_to_string(s.ws.join("new/dir/f.txt")).unwrap(), "m");
+        assert_eq!(
+            std::fs::read_to_string(s.ws.join("new/dir/f.txt")).unwrap(),
+            "m"
+        );
         std::fs::remove_dir_all(s.ws.join("new")).unwrap();
         assert!(matches!(read(&root, "nope"), Err(PathError::NotFound(_))));
         assert!(matches!(read(&root, "sub"), Err(PathError::IsDir(_))));
-        assert!(matches!(read(&root, "sub/a.txt/x"), Err(PathError::NotDir(_))));
+        assert!(matches!(
+            read(&root, "sub/a.txt/x"),
+            Err(PathError::NotDir(_))
+        ));
     }
 }
 
@@ -74,13 +80,22 @@ fn lexical_escapes_name_the_workspace() {
     let s = setup();
     let root = Root::open_with_home(&s.ws, None).unwrap();
     let error = root.rel("../x").unwrap_err().to_string();
-    assert!(error.contains("path escapes the workspace: ../x"), "{error}");
+    assert!(
+        error.contains("path escapes the workspace: ../x"),
+        "{error}"
+    );
     assert!(error.contains(&s.ws.display().to_string()), "{error}");
     assert!(root.rel("sub/../../ws2/x").is_err());
     let error = root.rel("/etc/passwd").unwrap_err().to_string();
-    assert!(error.contains("outside the workspace: /etc/passwd"), "{error}");
+    assert!(
+        error.contains("outside the workspace: /etc/passwd"),
+        "{error}"
+    );
     let sibling = format!("{}2/x", s.ws.display());
-    assert!(root.rel(&sibling).is_err(), "a sibling with the same prefix");
+    assert!(
+        root.rel(&sibling).is_err(),
+        "a sibling with the same prefix"
+    );
 }
 
 #[test]
@@ -101,18 +116,30 @@ fn symlinks_that_lead_out_are_refused_and_named() {
             "sneaky/secret",
         ] {
             let error = read(&root, path).unwrap_err();
-            assert!(matches!(error, PathError::Symlink { .. }), "{path}: {error}");
+            assert!(
+                matches!(error, PathError::Symlink { .. }),
+                "{path}: {error}"
+            );
             let text = error.to_string();
-            assert!(text.contains("through a symlink") && text.contains(path), "{text}");
+            assert!(
+                text.contains("through a symlink") && text.contains(path),
+                "{text}"
+            );
         }
         for path in ["out_dir/new.txt", "dangling"] {
             let error = root.write(&root.rel(path).unwrap(), b"x").unwrap_err();
-            assert!(matches!(error, PathError::Symlink { .. }), "{path}: {error}");
+            assert!(
+                matches!(error, PathError::Symlink { .. }),
+                "{path}: {error}"
+            );
         }
         assert!(root.open_dir(&root.rel("out_dir").unwrap()).is_err());
     }
     assert!(!outside.join("new.txt").exists() && !outside.join("not_yet").exists());
-    assert_eq!(std::fs::read_to_string(outside.join("secret")).unwrap(), "s");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret")).unwrap(),
+        "s"
+    );
 }
 
 #[test]
@@ -124,7 +151,13 @@ fn symlinks_inside_work_absolute_ones_included() {
     symlink(s.ws.join("sub"), s.ws.join("abs_dirlink")).unwrap();
     symlink(".", s.ws.join("here")).unwrap();
     for root in roots(&s.ws) {
-        for path in ["abs_link", "link", "dirlink/a.txt", "abs_dirlink/a.txt", "here/sub/a.txt"] {
+        for path in [
+            "abs_link",
+            "link",
+            "dirlink/a.txt",
+            "abs_dirlink/a.txt",
+            "here/sub/a.txt",
+        ] {
             assert_eq!(read(&root, path).unwrap(), "a", "{path}");
         }
         assert!(root.open_dir(&root.rel("abs_dirlink").unwrap()).is_ok());
@@ -134,7 +167,10 @@ fn symlinks_inside_work_absolute_ones_included() {
         let link = format!("dangling_in{i}");
         symlink(format!("made{i}/b.txt"), s.ws.join(&link)).unwrap();
         assert!(root.write(&root.rel(&link).unwrap(), b"b").unwrap());
-        assert_eq!(std::fs::read_to_string(s.ws.join(format!("made{i}/b.txt"))).unwrap(), "b");
+        assert_eq!(
+            std::fs::read_to_string(s.ws.join(format!("made{i}/b.txt"))).unwrap(),
+            "b"
+        );
     }
 }
 
@@ -161,7 +197,9 @@ fn the_home_inside_the_workspace_is_never_opened() {
     symlink(&home, s.ws.join("to_home")).unwrap();
     for root in [
         Root::open_with_home(&s.ws, Some(&home)).unwrap(),
-        Root::open_with_home(&s.ws, Some(&home)).unwrap().walk_only(),
+        Root::open_with_home(&s.ws, Some(&home))
+            .unwrap()
+            .walk_only(),
     ] {
         for path in ["lbhome/token", "to_token", "to_home/token", "lbhome"] {
             let error = read(&root, path).unwrap_err();
@@ -176,7 +214,11 @@ fn the_home_inside_the_workspace_is_never_opened() {
         let dir = root.open_dir(&root.rel("lbhome/..").unwrap()).unwrap();
         let home_fd = subdir(dir.as_fd(), OsStr::new("lbhome")).unwrap();
         assert!(root.is_home(home_fd.as_fd()));
-        assert_eq!(read(&root, "sub/a.txt").unwrap(), "a", "the rest is as usual");
+        assert_eq!(
+            read(&root, "sub/a.txt").unwrap(),
+            "a",
+            "the rest is as usual"
+        );
     }
     assert!(!home.join("planted").exists());
     // A workspace inside the home (the default ones) is not refused for being there.
@@ -212,7 +254,10 @@ fn the_output_directory_is_never_written_through_a_symlink() {
     assert!(out.read("shot.png").is_err(), "a link is not read back");
     out.replace("shot.png", b"png").unwrap();
     assert_eq!(out.read("shot.png").unwrap(), b"png");
-    assert_eq!(std::fs::read_to_string(elsewhere.join("secret")).unwrap(), "s");
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("secret")).unwrap(),
+        "s"
+    );
     assert!(out.create_new("../x").is_err() && out.create_new("a/b").is_err());
     // A plain file in the way is kept aside, its bytes intact.
     std::fs::remove_dir_all(&dir).unwrap();
@@ -221,7 +266,11 @@ fn the_output_directory_is_never_written_through_a_symlink() {
     let aside = std::fs::read_dir(&s.ws)
         .unwrap()
         .filter_map(Result::ok)
-        .find(|e| e.file_name().to_string_lossy().starts_with(".lazyboy-output.moved-"))
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".lazyboy-output.moved-")
+        })
         .unwrap();
     assert_eq!(std::fs::read_to_string(aside.path()).unwrap(), "mine");
 }
@@ -242,8 +291,14 @@ fn a_rename_exchange_race_never_gets_out() {
         std::thread::spawn(move || {
             let mut swaps = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                rustix::fs::renameat_with(&ws, "swap", &ws, "alt", rustix::fs::RenameFlags::EXCHANGE)
-                    .unwrap();
+                rustix::fs::renameat_with(
+                    &ws,
+                    "swap",
+                    &ws,
+                    "alt",
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )
+                .unwrap();
                 swaps += 1;
             }
             swaps
@@ -272,7 +327,10 @@ fn a_rename_exchange_race_never_gets_out() {
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
     assert!(swaps > 1000, "the swap loop ran: {swaps}");
-    assert!(inside > 0 && refused > 0, "both sides of the race were seen: {inside} / {refused}");
+    assert!(
+        inside > 0 && refused > 0,
+        "both sides of the race were seen: {inside} / {refused}"
+    );
     let planted: Vec<_> = std::fs::read_dir(s.base.join("outside"))
         .unwrap()
         .filter_map(Result::ok)
