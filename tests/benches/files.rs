@@ -89,17 +89,22 @@ fn lazyboyd_workspace(path: &std::path::Path) -> Arc<lazyboyd::tools::workspace:
     Arc::new(lazyboyd::tools::workspace::Root::open(path).unwrap())
 }
 
-/// Median time of one call of `tool` with `args`, over `calls` calls (after a warm-up).
+/// Median wall time of one call of `tool` with `args`, over `calls` calls (after a warm-up),
+/// and the process's CPU time per call (the figure that holds on a busy machine).
 async fn time(
     registry: &Registry,
     ctx: &ToolContext,
     tool: &str,
     args: Value,
     calls: usize,
-) -> Duration {
+) -> (Duration, Duration) {
     let tool = registry.get(tool).unwrap().clone();
     let mut times = Vec::with_capacity(calls);
+    let mut cpu_from = 0;
     for i in 0..calls + 50 {
+        if i == 50 {
+            cpu_from = bench::cpu_ticks(std::process::id());
+        }
         let started = Instant::now();
         let out = lazyboyd::tools::run(tool.as_ref(), ctx, args.clone())
             .await
@@ -113,11 +118,17 @@ async fn time(
             times.push(took);
         }
     }
-    median(times)
+    let ticks = bench::cpu_ticks(std::process::id()) - cpu_from;
+    let cpu = Duration::from_millis(ticks * 10) / u32::try_from(calls).unwrap();
+    (median(times), cpu)
 }
 
-fn us(d: Duration) -> String {
-    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+fn us((wall, cpu): (Duration, Duration)) -> String {
+    format!(
+        "{:.1} µs | {:.1} µs",
+        wall.as_secs_f64() * 1e6,
+        cpu.as_secs_f64() * 1e6
+    )
 }
 
 async fn run() {
@@ -155,8 +166,8 @@ async fn run() {
         calls,
     )
     .await;
-    println!("| measure | median of {calls} calls |");
-    println!("|---|---|");
+    println!("| measure | wall, median of {calls} calls | CPU per call |");
+    println!("|---|---|---|");
     println!(
         "| read_file, 100 lines (3.3 KB), two directories deep | {} |",
         us(read)
