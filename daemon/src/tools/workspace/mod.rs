@@ -14,7 +14,8 @@
 //! - What is opened is then used through its fd only: read, written, truncated, listed
 //!   ([`dir`]: walks descend with `openat(dirfd, name, O_NOFOLLOW)`), or handed to a child
 //!   as its working directory (`/proc/self/fd/N`). Opens never block on a FIFO
-//!   (`O_NONBLOCK`), and only regular files are read or written.
+//!   (`O_NONBLOCK`), and only regular files are read or written (`read_file` alone waits on
+//!   a named pipe, through `/proc/self/fd/N` of the pipe it checked, as `cat` would).
 //! - The LazyBoy home is never reached through the file tools, even when the workspace
 //!   contains it (a second line: confined agents are refused such workspaces): when the
 //!   home lies in the workspace, each opened file's real path (`/proc/self/fd/N`, macOS
