@@ -98,6 +98,7 @@ fn start(args: Args) -> anyhow::Result<()> {
     crate::tools::set_user_umask(user_umask.bits());
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
     crate::confine::set_home(&home);
+    crate::tools::workspace::set_home(&home);
     let lock = home::lock(&home)?;
     let _log_guard = crate::telemetry::init(&home, !args.detach);
 

@@ -106,6 +106,10 @@ async fn exec_true(sandbox: Sandbox, ws: &Path, home: &Path, reps: usize) -> Dur
     };
     let machine = Arc::new(Host::confined(confinement));
     let never = CancellationToken::new();
+    let output = lazyboyd::tools::workspace::Root::open(ws)
+        .unwrap()
+        .output()
+        .unwrap();
     let mut times = Vec::new();
     for i in 0..reps + 5 {
         let spec = StartSpec {
@@ -113,7 +117,8 @@ async fn exec_true(sandbox: Sandbox, ws: &Path, home: &Path, reps: usize) -> Dur
             task_id: "bench".into(),
             cmd: "true".into(),
             workdir: ws.to_path_buf(),
-            workspace: ws.to_path_buf(),
+            workdir_fd: None,
+            output: output.clone(),
             timeout: Duration::from_secs(30),
         };
         let started = Instant::now();

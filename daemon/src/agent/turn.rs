@@ -29,6 +29,7 @@ use super::scope::Scope;
 use super::window::Window;
 use crate::providers::{ModelReply, ModelRequest, Provider, ProviderError, ToolDef};
 use crate::store::{StoreError, TaskRow};
+use crate::tools::workspace::Root;
 use crate::tools::{Registry, TaskTools};
 
 /// Why the loop stopped without a verdict.
@@ -236,8 +237,9 @@ impl Turn {
             Ok(provider) => provider,
             Err(message) => return Ok((Verdict::Failed, message)),
         };
-        let workspace = match PathBuf::from(&self.task.workspace).canonicalize() {
-            Ok(path) => path,
+        // Opened once: every file of this drive is opened beneath this fd.
+        let workspace = match Root::open(&PathBuf::from(&self.task.workspace)) {
+            Ok(root) => Arc::new(root),
             Err(error) => {
                 return Ok((
                     Verdict::Failed,
@@ -291,7 +293,7 @@ impl Turn {
             let running = self.rt.commands.running_for_task(&self.task.id);
             let system = prompt::system(
                 &self.task.instructions,
-                &workspace.display().to_string(),
+                &workspace.path().display().to_string(),
                 window.prior.as_deref(),
                 &history.plan,
                 &running,

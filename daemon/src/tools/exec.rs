@@ -32,9 +32,10 @@ pub trait Machine: Send + Sync + std::fmt::Debug {
     /// of a new process group, with `marker` (the command's id) in its environment under
     /// [`MARKER`].
     fn spawn(&self, script: &str, workdir: &Path, marker: &str) -> io::Result<Child>;
-    /// Reads a whole file.
+    /// Reads a whole file of this machine. Not for the host's workspace: its files are opened
+    /// beneath the workspace's fd ([`super::workspace::Root`]), never by path.
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>>;
-    /// Writes a whole file (created or replaced).
+    /// Writes a whole file of this machine (created or replaced); the same caveat.
     fn write<'a>(&'a self, path: &'a Path, bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
     /// Whether `path` is a directory to run in (checked before a command starts).
     fn is_dir(&self, path: &Path) -> bool {
@@ -91,13 +92,25 @@ impl Machine for Host {
         host_shell(program, args, workdir, marker)
     }
 
+    // The host's files are the workspace's, opened beneath its fd (`workspace::Root`); a
+    // path-based read or write here would bring back the check-then-open race.
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>> {
-        Box::pin(tokio::fs::read(path))
+        Box::pin(async move { Err(by_path(path)) })
     }
 
-    fn write<'a>(&'a self, path: &'a Path, bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
-        Box::pin(tokio::fs::write(path, bytes))
+    fn write<'a>(&'a self, path: &'a Path, _bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move { Err(by_path(path)) })
     }
+}
+
+fn by_path(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{}: host files are opened beneath the workspace, not by path",
+            path.display()
+        ),
+    )
 }
 
 fn shell_args(script: &str) -> Vec<OsString> {
