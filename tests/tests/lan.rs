@@ -15,19 +15,19 @@ fn stop(home: &std::path::Path) {
     assert!(out.status.success(), "{out:?}");
 }
 
-/// A network namespace of the test's own with loopback and one LAN-like interface (a dummy
-/// with [`LAN_IP`]), so what the daemon lists and serves on the LAN does not depend on this
+/// A network namespace of the test's own with loopback and one LAN-like interface (one end of
+/// a veth pair, with [`LAN_IP`]), so what the daemon lists and serves on the LAN does not depend on this
 /// machine's interfaces. Deleted on drop. Needs root and `ip` (iproute2).
 struct Netns(String);
 
-/// The dummy interface's address in [`Netns`].
+/// The LAN interface's address in [`Netns`].
 const LAN_IP: &str = "10.77.0.2";
 
 impl Netns {
     fn new() -> Netns {
         assert!(
             nix::unistd::geteuid().is_root(),
-            "this test makes a network namespace with a dummy LAN interface and needs root \
+            "this test makes a network namespace with a LAN interface of its own and needs root \
              (CI runs as root)"
         );
         let name = format!("lbt{}", std::process::id());
@@ -35,8 +35,10 @@ impl Netns {
         for args in [
             vec!["netns", "add", &name],
             vec!["-n", &name, "link", "set", "lo", "up"],
-            vec!["-n", &name, "link", "add", "lan0", "type", "dummy"],
+            // A veth pair with both ends inside (these kernels have no `dummy` module).
+            vec!["-n", &name, "link", "add", "lan0", "type", "veth", "peer", "name", "lan1"],
             vec!["-n", &name, "addr", "add", "10.77.0.2/24", "dev", "lan0"],
+            vec!["-n", &name, "link", "set", "lan1", "up"],
             vec!["-n", &name, "link", "set", "lan0", "up"],
         ] {
             let out = Command::new("ip").args(&args).output().unwrap_or_else(|e| {
