@@ -16,7 +16,8 @@
 //! Landlock, [`status`] says so at start and in health, and commands of agents whose sandbox
 //! is not `off` are refused with that reason.
 
-pub mod landlock;
+/// The helper itself (its own crate, so the helper program stays small).
+pub use lazyboy_sandbox as landlock;
 pub mod procs;
 pub mod reaper;
 pub mod seatbelt;
@@ -28,7 +29,7 @@ use std::sync::OnceLock;
 pub use lazyboy_protocol::Sandbox;
 
 /// The hidden first argument that makes `lazyboyd` the sandbox helper.
-pub const HELPER_FLAG: &str = "--sandbox-exec";
+pub use lazyboy_sandbox::HELPER_FLAG;
 
 /// Device files every confined command may write (reading them is covered by `/`).
 const DEVICES: [&str; 6] = [

@@ -1,17 +1,25 @@
-//! The sandbox helper (Linux): `lazyboyd --sandbox-exec [-r PATH | -w PATH]... -- SHELL -c
-//! SCRIPT` restricts itself with Landlock to the paths given (read and execute for `-r`;
-//! everything for `-w`), scopes signals to its own sandbox, sets `no_new_privs`, and execs the
-//! shell. The command then runs as the person, in the workspace, inside that domain; every
-//! process it starts inherits it and can never leave it.
+//! `lazyboy-sandbox`, the sandbox helper (Linux): `lazyboy-sandbox [--sandbox-exec] [-r PATH |
+//! -w PATH]... -- SHELL -c SCRIPT` restricts itself with Landlock to the paths given (read and
+//! execute for `-r`; everything for `-w`), scopes signals to its own sandbox, sets
+//! `no_new_privs`, and execs the shell. The command then runs as the person, in the workspace,
+//! inside that domain; every process it starts inherits it and can never leave it.
 //!
-//! It runs first thing in `lazyboyd::cli::main`, before any thread exists (Landlock restricts
-//! the calling thread, and an exec keeps it). It never runs the shell unconfined: when the
-//! kernel does not enforce the ruleset it exits 126 saying why, and that is the command's
-//! output.
+//! A crate of its own so that the helper program, which the daemon starts for every confined
+//! command, carries only this and the `landlock` crate (the daemon's dependencies would make
+//! it a hundred times larger and slower to start). The daemon links it too: `lazyboyd
+//! --sandbox-exec` is the same [`helper_main`], run first thing in `lazyboyd::cli::main`,
+//! before any thread exists (Landlock restricts the calling thread, and an exec keeps it).
+//!
+//! Invariant: it never runs the shell unconfined. When the kernel does not enforce the
+//! ruleset it exits 126 saying why, and that is the command's output.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// The hidden first argument that makes `lazyboyd` the sandbox helper (the helper program
+/// accepts it too, so both take the same arguments).
+pub const HELPER_FLAG: &str = "--sandbox-exec";
 
 /// Exit code of a command the helper refused to start.
 pub const REFUSED: u8 = 126;
@@ -25,7 +33,7 @@ pub struct Spec {
     pub command: Vec<OsString>,
 }
 
-/// Parses the arguments after [`super::HELPER_FLAG`].
+/// Parses the arguments after [`HELPER_FLAG`].
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Spec, String> {
     let mut spec = Spec::default();
     let mut args = args.into_iter();
@@ -48,11 +56,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Spec, String> {
     Ok(spec)
 }
 
-/// The helper as a process: its arguments, with or without [`super::HELPER_FLAG`] first
+/// The helper as a process: its arguments, with or without [`HELPER_FLAG`] first
 /// (`lazyboyd --sandbox-exec ...` and `lazyboy-sandbox ...` take the same ones).
 pub fn helper_main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
-    if args.peek().map(|arg| arg.as_os_str()) == Some(super::HELPER_FLAG.as_ref()) {
+    if args.peek().map(|arg| arg.as_os_str()) == Some(HELPER_FLAG.as_ref()) {
         args.next();
     }
     exec_main(args)
