@@ -72,19 +72,40 @@ pub async fn checks(rt: &Arc<Runtime>, home: &str) -> Vec<DoctorCheck> {
         });
     }
     out.push(web_search(rt).await);
-    out.push(sandbox());
+    let default = rt
+        .store
+        .agent(crate::DEFAULT_AGENT)
+        .await
+        .ok()
+        .map(|agent| agent.boundaries.sandbox(&agent.name));
+    out.push(sandbox(default));
     out
 }
 
-/// Whether agents' host commands can be confined here (`workspace-write`, `read-only`).
-fn sandbox() -> DoctorCheck {
+/// Whether agents' host commands can be confined here (`workspace-write`, `read-only`), and
+/// what the `default` agent (`lazyboy run`) runs under: said here once rather than by every
+/// `lazyboy run`.
+fn sandbox(default: Option<lazyboy_protocol::Sandbox>) -> DoctorCheck {
+    let default = match default {
+        Some(lazyboy_protocol::Sandbox::Off) => {
+            "; `lazyboy run` (the default agent) runs commands unconfined, as you, by your \
+             choice (`lazyboy team edit default --sandbox workspace-write` confines it)"
+                .to_owned()
+        }
+        Some(sandbox) => format!(
+            "; `lazyboy run` (the default agent) is confined too ({}; `lazyboy team edit \
+             default --sandbox off` runs it unconfined, as you)",
+            sandbox.as_str()
+        ),
+        None => String::new(),
+    };
     match crate::confine::status() {
         Ok(what) => check(
             "sandbox",
             CheckStatus::Ok,
             format!(
-                "{what}, through {}: named agents' commands write only where their sandbox \
-                 allows",
+                "{what}, through {}: agents' commands write only where their sandbox \
+                 allows{default}",
                 crate::confine::helper().display()
             ),
             None,
