@@ -16,6 +16,10 @@ use crate::render::clean;
 
 /// The image the box runs (see `box/`).
 pub const BOX_IMAGE: &str = "lazyboy/box:latest";
+/// The label naming the image's contract with the daemon, and the contract this CLI's
+/// daemon needs (no published ports: `box/README.md`).
+const BOX_API_LABEL: &str = "lazyboy.box.api";
+const BOX_API: u32 = 2;
 
 pub async fn run(client: &Client, json: bool) -> anyhow::Result<i32> {
     let mut checks = match daemon_proc::ensure_running(client).await {
@@ -125,17 +129,26 @@ fn box_image(docker_ok: bool) -> DoctorCheck {
             "fix Docker first, then build the box image (see box/README.md)",
         );
     }
+    let format = format!("{{{{.Id}}}} {{{{index .Config.Labels \"{BOX_API_LABEL}\"}}}}");
     match quietly(
         "docker",
-        &["image", "inspect", "--format", "{{.Id}}", BOX_IMAGE],
+        &["image", "inspect", "--format", &format, BOX_IMAGE],
     ) {
-        Some(out) if out.status.success() => ok(
-            "box image",
-            format!(
-                "{BOX_IMAGE} ({})",
-                String::from_utf8_lossy(&out.stdout).trim()
-            ),
-        ),
+        Some(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let (id, api) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
+            if api.trim().parse::<u32>().unwrap_or(0) < BOX_API {
+                return fail(
+                    "box image",
+                    format!(
+                        "{BOX_IMAGE} ({id}) is older than this version (it publishes the \
+                         browser's and the screen's ports)"
+                    ),
+                    "rebuild it: `lazyboy box build --force` (or box/build.sh)",
+                );
+            }
+            ok("box image", format!("{BOX_IMAGE} ({id})"))
+        }
         _ => fail(
             "box image",
             format!("{BOX_IMAGE} is not built"),
