@@ -12,13 +12,16 @@
 
 use std::path::Path;
 
-use lazyboy_protocol::{APPROVAL_OPTIONS, Decision, EventBody, TaskState, ToolStatus, Verdict};
+use lazyboy_protocol::{
+    APPROVAL_OPTIONS, Decision, Effect, EventBody, Sandbox, TaskState, ToolStatus, Verdict,
+};
 
 use super::batch::{BatchEnd, Call};
 use super::history::{History, Resume};
 use super::policy::{self, Policy};
 use super::turn::{Halt, Turn};
 use super::{AnswerError, Runtime};
+use crate::confine::Confinement;
 use crate::store::TaskRow;
 
 /// What the boundaries say about one call before it runs.
@@ -43,11 +46,41 @@ impl Turn {
         Ok(history.resume.clone())
     }
 
+    /// A file tool's write into a git directory that the agent's commands may not change
+    /// either (`confine::git`): the daemon writes for the file tools, outside the sandbox,
+    /// so the same rule is applied here. Checked on the path as it resolves now.
+    fn git_refusal(&self, call: &Call, workspace: &Path) -> Option<String> {
+        if call.effect != Effect::WorkspaceWrite
+            || self.policy.sandbox != Sandbox::WorkspaceWrite
+            || self.policy.git_write
+        {
+            return None;
+        }
+        let path = call.args.as_ref().ok()?.get("path")?.as_str()?;
+        let resolved = crate::tools::workspace::resolve(workspace, path).ok()?;
+        let confinement = Confinement::new(self.policy.sandbox, workspace);
+        let git = confinement
+            .protected_git()
+            .into_iter()
+            .find(|git| resolved.starts_with(git))?;
+        Some(format!(
+            "refused: {path} is inside the git directory {}, which this agent may not change \
+             (git runs what its config and hooks name, as the person). Work on the files of \
+             the repository instead; the person can allow it with `lazyboy team edit {} \
+             --git-write true`",
+            git.display(),
+            self.task.agent
+        ))
+    }
+
     /// Whether `call` may run now, must wait for the person, or is refused by the sandbox.
     pub(super) async fn gate(&mut self, call: &Call, workspace: &Path) -> Result<Gate, Halt> {
         // The sandbox first: an approval given before the agent became read-only does not
         // let a file tool write.
         if let Some(reason) = policy::refused(&self.policy, call.effect) {
+            return Ok(Gate::Refuse(reason));
+        }
+        if let Some(reason) = self.git_refusal(call, workspace) {
             return Ok(Gate::Refuse(reason));
         }
         if self.approved_once.as_deref() == Some(call.record.id.as_str()) {

@@ -108,6 +108,8 @@ pub(super) async fn run(
             if let Err(error) = rt.store.finish_task(&turn.task, verdict, &message).await {
                 tracing::error!(%error, "cannot record the verdict");
             }
+            // Its end is every process's end: nothing it started outlives it.
+            rt.kill_task_processes(&turn.task.id);
             tracing::info!(?verdict, "task finished");
         }
         Err(Halt::Shutdown) if rt.shutdown.is_cancelled() => {
@@ -248,6 +250,9 @@ impl Turn {
                 ));
             }
         };
+        if let Some(why) = crate::confine::workspaces::refusal(self.policy.sandbox, &workspace) {
+            return Ok((Verdict::Failed, format!("not started: {why}")));
+        }
 
         let tools = self.tool_defs();
         let mut window = Window::new(&provider, &tools);
