@@ -14,12 +14,13 @@
 //!    not confined.
 //! 4. `--protect PATH`...: a private mount namespace in which each PATH is a read-only bind
 //!    mount of itself ([`super::mounts`]): the repositories' `.git`.
-//! 5. Landlock: `-r PATH` read and execute, `-w PATH` write as well; no device ioctls;
+//! 5. As root, every capability but root's say over files is dropped ([`super::caps`]).
+//! 6. Landlock: `-r PATH` read and execute, `-w PATH` write as well; no device ioctls;
 //!    signals and abstract UNIX sockets scoped to the sandbox ([`super::landlock`]).
-//! 6. seccomp: no TIOCSTI/TIOCLINUX, no `AF_UNIX` socket, no io_uring ([`super::seccomp`]).
-//! 7. exec of the shell.
+//! 7. seccomp: no TIOCSTI/TIOCLINUX, no `AF_UNIX` socket, no io_uring ([`super::seccomp`]).
+//! 8. exec of the shell.
 //!
-//! `--probe` runs steps 4 to 6 on nothing and prints one `layer=ok` or `layer=why` line per
+//! `--probe` runs steps 4, 6 and 7 on nothing and prints one `layer=ok` or `layer=why` line per
 //! layer (`namespace`, `seccomp`, `landlock`): the daemon asks once what this machine allows.
 //!
 //! It runs first thing in `lazyboyd::cli::main` or as its own small program, before any
@@ -66,6 +67,8 @@ pub enum HelperError {
     Terminal { fd: String, target: String },
     #[error("cannot protect the git files: {0}")]
     Protect(String),
+    #[error("cannot drop capabilities: {0}")]
+    Capabilities(String),
     #[error("{0}")]
     Landlock(String),
     #[error("cannot apply the seccomp filter: {0}")]
@@ -131,7 +134,7 @@ pub fn helper_main() -> ExitCode {
     ExitCode::from(REFUSED)
 }
 
-/// Steps 1 to 6, in order.
+/// Steps 1 to 7, in order.
 fn prepare(spec: &Spec) -> Result<(), HelperError> {
     if let Some(dir) = &spec.cgroup {
         join_cgroup(dir)?;
@@ -144,6 +147,7 @@ fn prepare(spec: &Spec) -> Result<(), HelperError> {
     if !spec.protect.is_empty() {
         imp::protect(&spec.protect).map_err(HelperError::Protect)?;
     }
+    imp::drop_capabilities().map_err(HelperError::Capabilities)?;
     imp::restrict(&spec.read, &spec.write).map_err(HelperError::Landlock)?;
     imp::seccomp().map_err(HelperError::Seccomp)
 }
@@ -244,6 +248,10 @@ mod imp {
     pub fn seccomp() -> Result<(), String> {
         super::super::seccomp::apply()
     }
+
+    pub fn drop_capabilities() -> Result<(), String> {
+        super::super::caps::drop_all_but_kept()
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -265,6 +273,10 @@ mod imp {
     }
 
     pub fn seccomp() -> Result<(), String> {
+        Err(LINUX.to_owned())
+    }
+
+    pub fn drop_capabilities() -> Result<(), String> {
         Err(LINUX.to_owned())
     }
 }

@@ -25,6 +25,8 @@
 //! is a refused command. What this machine allows is probed once ([`layers`], [`start`]) and
 //! `doctor` reports each layer.
 
+#[cfg(target_os = "linux")]
+pub mod caps;
 pub mod cgroup;
 pub mod git;
 pub mod helper;
