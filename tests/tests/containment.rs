@@ -22,10 +22,12 @@ use lazyboy_tests::{TestDaemon, create_task, output_of, task_events, wait_for};
 use serde_json::json;
 
 /// A command that leaves a survivor (`sleep <mark>`) and returns at once: a new session, no
-/// marker; its pid lands in `survivor.pid`.
+/// marker, none of the command's pipes (so nothing ties it to the command any more); its pid
+/// lands in `survivor.pid`.
 fn detach(mark: &str) -> String {
     format!(
-        "setsid -f env -u LAZYBOYD_COMMAND_ID sh -c 'echo $$ > survivor.pid; exec sleep {mark}'; \
+        "setsid -f env -u LAZYBOYD_COMMAND_ID sh -c 'echo $$ > survivor.pid; exec sleep {mark}' \
+         < /dev/null > /dev/null 2>&1; \
          for i in $(seq 100); do [ -s survivor.pid ] && break; sleep 0.05; done; \
          cat survivor.pid"
     )
