@@ -116,7 +116,11 @@ async fn cgroup_rows(rows: &mut Vec<(String, String, String)>, reps: usize) {
     let base = match lazyboyd::confine::cgroup::start(home.path()) {
         Ok((base, _)) => base,
         Err(why) => {
-            rows.push(("a cgroup per task".into(), format!("not measured: {why}"), "—".into()));
+            rows.push((
+                "a cgroup per task".into(),
+                format!("not measured: {why}"),
+                "—".into(),
+            ));
             return;
         }
     };
@@ -139,7 +143,11 @@ async fn cgroup_rows(rows: &mut Vec<(String, String, String)>, reps: usize) {
         let command = registry.start(spec).await.unwrap();
         command.wait_exit(Duration::from_secs(30), &never).await;
         let first = started.elapsed();
-        assert!(command.exit().unwrap().success(), "{}", command.take_output());
+        assert!(
+            command.exit().unwrap().success(),
+            "{}",
+            command.take_output()
+        );
         let ending = Instant::now();
         lazyboyd::confine::end_task(&task);
         let end = ending.elapsed();
@@ -150,7 +158,9 @@ async fn cgroup_rows(rows: &mut Vec<(String, String, String)>, reps: usize) {
     }
     let first = median(firsts);
     rows.push((
-        format!("a task's first command (`true`, sandbox off) in its own cgroup (median of {reps})"),
+        format!(
+            "a task's first command (`true`, sandbox off) in its own cgroup (median of {reps})"
+        ),
         ms(first),
         "—".into(),
     ));

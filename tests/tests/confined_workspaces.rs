@@ -51,7 +51,11 @@ async fn a_workspace_holding_the_home_or_equal_to_home_is_refused_for_a_confined
     assert!(String::from_utf8_lossy(&out.stderr).contains("is your home directory"));
 
     // Unconfined, it runs as the person anyway: allowed; confining it then is refused.
-    add(&daemon, json!({"name": "free", "workspace": person_home, "sandbox": "off"})).await;
+    add(
+        &daemon,
+        json!({"name": "free", "workspace": person_home, "sandbox": "off"}),
+    )
+    .await;
     let (status, text) = send(
         &daemon,
         "PATCH",

@@ -36,7 +36,10 @@ fn detach(mark: &str) -> String {
 fn have_cgroups() {
     let v2 = std::fs::read_to_string("/proc/self/mountinfo")
         .is_ok_and(|m| m.lines().any(|l| l.contains(" - cgroup2 ")));
-    require("a cgroup v2 hierarchy the daemon may write (root)", v2 && lazyboy_tests::attacks::is_root());
+    require(
+        "a cgroup v2 hierarchy the daemon may write (root)",
+        v2 && lazyboy_tests::attacks::is_root(),
+    );
 }
 
 /// Starts a task of `agent` in `ws` that runs `detach(mark)` and then waits for the person
@@ -61,7 +64,10 @@ async fn leave_survivor(
     let id = create_task(daemon, agent, "leave something behind", Some(ws)).await;
     wait_task_state(daemon, &id, TaskState::WaitingForHuman).await;
     let pid = read_pid(&ws.join("survivor.pid")).await;
-    assert!(alive_with(pid, mark), "the survivor runs while its task does");
+    assert!(
+        alive_with(pid, mark),
+        "the survivor runs while its task does"
+    );
     (id, pid)
 }
 
@@ -119,21 +125,28 @@ async fn a_survivor_of_kill_9_is_stopped_at_the_restart_and_reported_lost() {
     mock.push(Reply::text("waiting for it"));
     let id = create_task(&daemon, "boxed", "start it", Some(ws.path())).await;
     let pid = read_pid(&ws.path().join("survivor.pid")).await;
-    wait_for(Duration::from_secs(20), "the command to be recorded", || {
-        let daemon = &daemon;
-        let id = id.clone();
-        async move {
-            task_events(daemon, &id)
-                .await
-                .iter()
-                .any(|e| matches!(e, EventBody::CommandStarted { .. }))
-                .then_some(())
-        }
-    })
+    wait_for(
+        Duration::from_secs(20),
+        "the command to be recorded",
+        || {
+            let daemon = &daemon;
+            let id = id.clone();
+            async move {
+                task_events(daemon, &id)
+                    .await
+                    .iter()
+                    .any(|e| matches!(e, EventBody::CommandStarted { .. }))
+                    .then_some(())
+            }
+        },
+    )
     .await;
     daemon.kill9();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(alive_with(pid, "3143.5"), "a daemon killed -9 leaves its commands running");
+    assert!(
+        alive_with(pid, "3143.5"),
+        "a daemon killed -9 leaves its commands running"
+    );
     mock.push(Reply::text("done"));
     daemon.restart().await;
     wait_dead(pid, "3143.5", "after the restart").await;
@@ -156,8 +169,7 @@ async fn a_survivor_of_kill_9_is_stopped_at_the_restart_and_reported_lost() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_cgroups_doctor_says_so_and_the_daemons_stop_still_ends_a_survivor() {
     let mock = MockModel::start().await;
-    let daemon =
-        TestDaemon::start_with_model(&mock, "openai", &[("LAZYBOY_CGROUPS", "off")]).await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[("LAZYBOY_CGROUPS", "off")]).await;
     let mut doctor = daemon.cli();
     doctor.args(["--json", "doctor"]);
     let out = output_of(doctor).await;
@@ -166,7 +178,13 @@ async fn without_cgroups_doctor_says_so_and_the_daemons_stop_still_ends_a_surviv
     let cgroups = report.checks.iter().find(|c| c.name == "cgroups").unwrap();
     assert_eq!(cgroups.status, CheckStatus::Warn, "{cgroups:?}");
     assert!(cgroups.detail.contains("outlives its task"), "{cgroups:?}");
-    assert!(cgroups.fix.as_deref().unwrap_or("").contains("Delegate=yes"));
+    assert!(
+        cgroups
+            .fix
+            .as_deref()
+            .unwrap_or("")
+            .contains("Delegate=yes")
+    );
 
     add(&daemon, json!({"name": "boxed"})).await;
     let ws = tempfile::tempdir().unwrap();

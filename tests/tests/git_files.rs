@@ -34,7 +34,10 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
 
 /// A repository with one commit of `tracked.txt`.
 fn repository(dir: &Path) {
-    assert!(git(dir, &["init", "-q", "."]).status.success(), "git is needed");
+    assert!(
+        git(dir, &["init", "-q", "."]).status.success(),
+        "git is needed"
+    );
     std::fs::write(dir.join("tracked.txt"), "one\n").unwrap();
     assert!(git(dir, &["add", "tracked.txt"]).status.success());
     assert!(git(dir, &["commit", "-q", "-m", "first"]).status.success());
@@ -76,11 +79,22 @@ async fn a_planted_hook_and_fsmonitor_never_run_at_the_persons_git() {
     repository(ws.path());
 
     let out = run_command(&daemon, &mock, "boxed", ws.path(), &planting(marks.path())).await;
-    for failed in ["hook", "config", "append", "rename", "remove", "commondir", "commit"] {
+    for failed in [
+        "hook",
+        "config",
+        "append",
+        "rename",
+        "remove",
+        "commondir",
+        "commit",
+    ] {
         assert!(!out.contains(&format!(" {failed}=0")), "{failed}: {out}");
     }
     assert!(out.contains("Read-only file system"), "{out}");
-    assert!(out.contains(" worktree=0"), "the work tree stays writable: {out}");
+    assert!(
+        out.contains(" worktree=0"),
+        "the work tree stays writable: {out}"
+    );
     assert!(ws.path().join(".git/HEAD").is_file(), ".git is still there");
 
     // The daemon writes for the file tools: they are held to the same rule.
@@ -98,7 +112,10 @@ async fn a_planted_hook_and_fsmonitor_never_run_at_the_persons_git() {
 
     let (status, commit) = persons_git(ws.path());
     assert!(status && commit, "the person's git works");
-    assert!(!marks.path().join("fsmonitor-ran").exists(), "fsmonitor ran");
+    assert!(
+        !marks.path().join("fsmonitor-ran").exists(),
+        "fsmonitor ran"
+    );
     assert!(!marks.path().join("hook-ran").exists(), "the hook ran");
     let config = std::fs::read_to_string(ws.path().join(".git/config")).unwrap();
     assert!(!config.contains("fsmonitor"), "{config}");
@@ -115,7 +132,8 @@ async fn with_git_write_the_agents_git_writes_land() {
     let added = output_of(team).await;
     assert!(added.status.success(), "{added:?}");
     assert!(String::from_utf8_lossy(&added.stdout).contains("git dirs:     writable"));
-    let agent: lazyboy_protocol::Agent = daemon.client().get("/api/agents/committer").await.unwrap();
+    let agent: lazyboy_protocol::Agent =
+        daemon.client().get("/api/agents/committer").await.unwrap();
     assert!(agent.git_write);
     let ws = tempfile::tempdir().unwrap();
     let marks = tempfile::tempdir().unwrap();
@@ -129,18 +147,30 @@ async fn with_git_write_the_agents_git_writes_land() {
         marks.path().display()
     );
     let out = run_command(&daemon, &mock, "committer", ws.path(), &script).await;
-    assert!(out.contains(" hook=0") && out.contains(" commit=0"), "{out}");
+    assert!(
+        out.contains(" hook=0") && out.contains(" commit=0"),
+        "{out}"
+    );
     std::fs::write(ws.path().join("tracked.txt"), "two\n").unwrap();
     let (_, commit) = persons_git(ws.path());
     assert!(commit);
-    assert!(marks.path().join("hook-ran").exists(), "the control: the hook ran");
+    assert!(
+        marks.path().join("hook-ran").exists(),
+        "the control: the hook ran"
+    );
 
     // Back to the default: read-only again.
     let mut edit = daemon.cli();
     edit.args(["team", "edit", "committer", "--git-write", "false"]);
     assert!(output_of(edit).await.status.success());
-    let out = run_command(&daemon, &mock, "committer", ws.path(), "touch .git/x; echo \" t=$?\"")
-        .await;
+    let out = run_command(
+        &daemon,
+        &mock,
+        "committer",
+        ws.path(),
+        "touch .git/x; echo \" t=$?\"",
+    )
+    .await;
     assert!(!out.contains(" t=0"), "{out}");
     daemon.stop();
 }
@@ -173,9 +203,15 @@ fn an_unprivileged_users_git_files_are_protected_through_a_user_namespace() {
     let out = String::from_utf8_lossy(&output.stdout);
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{out} {err}");
-    assert!(!out.contains(" config=0") && !out.contains(" rename=0"), "{out} {err}");
+    assert!(
+        !out.contains(" config=0") && !out.contains(" rename=0"),
+        "{out} {err}"
+    );
     assert!(out.contains(" worktree=0"), "{out} {err}");
-    assert!(out.trim_end().ends_with("65534"), "files keep their owner: {out}");
+    assert!(
+        out.trim_end().ends_with("65534"),
+        "files keep their owner: {out}"
+    );
     assert!(err.contains("Read-only file system"), "{err}");
     let config = std::fs::read_to_string(ws.path().join(".git/config")).unwrap();
     assert!(!config.ends_with("x\n"), "{config}");

@@ -57,7 +57,10 @@ fn read_pushed(slave: &std::fs::File, wait: Duration) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tiocsti_cannot_push_a_line_into_another_terminal() {
-    require("root (TIOCSTI into another terminal needs CAP_SYS_ADMIN)", is_root());
+    require(
+        "root (TIOCSTI into another terminal needs CAP_SYS_ADMIN)",
+        is_root(),
+    );
     let pty = nix::pty::openpty(None, None).unwrap();
     let slave = std::fs::File::from(pty.slave);
     let name = nix::unistd::ttyname(slave.as_fd()).unwrap();
@@ -77,7 +80,10 @@ async fn tiocsti_cannot_push_a_line_into_another_terminal() {
     let control = run_command(&daemon, &mock, "trusted", ws.path(), &push("control")).await;
     assert!(control.contains("pushed"), "{control}");
     let arrived = read_pushed(&slave, Duration::from_secs(5));
-    assert!(arrived.contains("control"), "the control's line: {arrived:?}");
+    assert!(
+        arrived.contains("control"),
+        "the control's line: {arrived:?}"
+    );
 
     let attack = run_command(&daemon, &mock, "boxed", ws.path(), &push("pwned")).await;
     assert!(!attack.contains("pushed"), "{attack}");
@@ -97,7 +103,10 @@ async fn a_device_cannot_be_made_in_the_workspace() {
     let ws = tempfile::tempdir().unwrap();
     // The numbers of /dev/null: harmless, yet a device all the same.
     let out = run_command(&daemon, &mock, "boxed", ws.path(), "mknod dev c 1 3 2>&1").await;
-    assert!(out.contains("not permitted") || out.contains("denied"), "{out}");
+    assert!(
+        out.contains("not permitted") || out.contains("denied"),
+        "{out}"
+    );
     assert!(!ws.path().join("dev").exists(), "a device node was made");
     daemon.stop();
 }
@@ -166,11 +175,15 @@ async fn another_processs_environment_is_unreadable() {
     let daemon = daemon_with_agents(&mock).await;
     let ws = tempfile::tempdir().unwrap();
     // /proc shows a child's environment once it has exec'd.
-    lazyboy_tests::wait_for(Duration::from_secs(10), "sleep's environment", || async move {
-        std::fs::read(format!("/proc/{pid}/environ"))
-            .ok()
-            .filter(|env| String::from_utf8_lossy(env).contains(KEY))
-    })
+    lazyboy_tests::wait_for(
+        Duration::from_secs(10),
+        "sleep's environment",
+        || async move {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .ok()
+                .filter(|env| String::from_utf8_lossy(env).contains(KEY))
+        },
+    )
     .await;
     let script = format!("tr '\\0' '\\n' < /proc/{pid}/environ | grep FAKE_API_KEY 2>&1");
     let control = run_command(&daemon, &mock, "trusted", ws.path(), &script).await;

@@ -95,8 +95,12 @@ fn sandbox() -> Vec<DoctorCheck> {
             Err(why) => check(
                 "seccomp",
                 CheckStatus::Fail,
-                format!("no seccomp filter can be installed ({why}): confined commands are refused"),
-                Some("use a kernel with CONFIG_SECCOMP_FILTER (every distribution's has it)".into()),
+                format!(
+                    "no seccomp filter can be installed ({why}): confined commands are refused"
+                ),
+                Some(
+                    "use a kernel with CONFIG_SECCOMP_FILTER (every distribution's has it)".into(),
+                ),
             ),
         });
         out.push(match &layers.namespace {
@@ -141,7 +145,11 @@ fn landlock() -> DoctorCheck {
             };
             check(
                 "sandbox",
-                if abi >= 6 { CheckStatus::Ok } else { CheckStatus::Warn },
+                if abi >= 6 {
+                    CheckStatus::Ok
+                } else {
+                    CheckStatus::Warn
+                },
                 format!(
                     "landlock (ABI {abi}), through {}: {rules}{missing}",
                     crate::confine::helper().display()

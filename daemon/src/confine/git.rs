@@ -93,7 +93,13 @@ mod tests {
         let root = root.path().canonicalize().unwrap();
         let outer = root.join("outer");
         let ws = outer.join("ws");
-        for dir in [".git", "ws/.git", "ws/app/.git", "ws/lib", "ws/deep/er/.git"] {
+        for dir in [
+            ".git",
+            "ws/.git",
+            "ws/app/.git",
+            "ws/lib",
+            "ws/deep/er/.git",
+        ] {
             std::fs::create_dir_all(outer.join(dir)).unwrap();
         }
         // A worktree checkout: `.git` is a file naming the main repository's worktree dir.

@@ -82,7 +82,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Spec, HelperErr
     let missing = |flag: &str| HelperError::Args(format!("{flag} needs a path"));
     while let Some(arg) = args.next() {
         match arg.to_str() {
-            Some("-r") => spec.read.push(args.next().ok_or_else(|| missing("-r"))?.into()),
+            Some("-r") => spec
+                .read
+                .push(args.next().ok_or_else(|| missing("-r"))?.into()),
             Some("-w") => spec
                 .write
                 .push(args.next().ok_or_else(|| missing("-w"))?.into()),
@@ -292,8 +294,20 @@ mod tests {
     #[test]
     fn parses_grants_then_the_command() {
         let spec = parse(os(&[
-            "--cgroup", "/cg/t/c", "-r", "/usr", "-w", "/w", "--protect", "/w/.git", "-r",
-            "/etc", "--", "bash", "-c", "-r x",
+            "--cgroup",
+            "/cg/t/c",
+            "-r",
+            "/usr",
+            "-w",
+            "/w",
+            "--protect",
+            "/w/.git",
+            "-r",
+            "/etc",
+            "--",
+            "bash",
+            "-c",
+            "-r x",
         ]))
         .unwrap();
         assert_eq!(spec.read, [PathBuf::from("/usr"), PathBuf::from("/etc")]);
@@ -316,7 +330,13 @@ mod tests {
 
     #[test]
     fn terminals_are_told_from_pipes_and_files() {
-        for tty in ["/dev/pts/3", "/dev/tty", "/dev/tty1", "/dev/ptmx", "/dev/console"] {
+        for tty in [
+            "/dev/pts/3",
+            "/dev/tty",
+            "/dev/tty1",
+            "/dev/ptmx",
+            "/dev/console",
+        ] {
             assert!(is_terminal_path(Path::new(tty)), "{tty}");
         }
         for other in ["pipe:[1234]", "/dev/null", "/tmp/x", "socket:[9]"] {

@@ -46,7 +46,10 @@ fn probe() -> Layers {
     match output {
         Ok(output) => parse(&String::from_utf8_lossy(&output.stdout)),
         Err(error) => {
-            let why = format!("cannot run the sandbox helper {}: {error}", helper.display());
+            let why = format!(
+                "cannot run the sandbox helper {}: {error}",
+                helper.display()
+            );
             Layers {
                 namespace: Err(why.clone()),
                 landlock: Err(why.clone()),
@@ -99,7 +102,9 @@ pub fn start(home: &Path) {
     }
     let home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
     match super::cgroup::start(&home) {
-        Ok((base, 0)) => tracing::info!(cgroups = %base.display(), "each task's commands get a cgroup"),
+        Ok((base, 0)) => {
+            tracing::info!(cgroups = %base.display(), "each task's commands get a cgroup")
+        }
         Ok((base, count)) => tracing::warn!(
             cgroups = %base.display(),
             count,

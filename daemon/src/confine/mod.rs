@@ -36,9 +36,9 @@ pub mod layers;
 pub mod mounts;
 pub mod procs;
 pub mod reaper;
+pub mod seatbelt;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
-pub mod seatbelt;
 pub mod tree;
 pub mod workspaces;
 
@@ -449,7 +449,10 @@ mod tests {
         let c = conf(Sandbox::ReadOnly, "/w", "/nonexistent-home");
         let protect = [PathBuf::from("/w/.git")];
         let args = c.helper_args("bash", "echo hi", Some(Path::new("/cg/t/c")), &protect);
-        assert_eq!(args[..5], [HELPER_FLAG, "--cgroup", "/cg/t/c", "--protect", "/w/.git"]);
+        assert_eq!(
+            args[..5],
+            [HELPER_FLAG, "--cgroup", "/cg/t/c", "--protect", "/w/.git"]
+        );
         let n = args.len();
         assert_eq!(
             args[n - 4..],
@@ -458,8 +461,17 @@ mod tests {
         let off = contain_args("bash", "echo hi", Path::new("/cg/t/c"));
         assert_eq!(
             off,
-            [HELPER_FLAG, "--cgroup", "/cg/t/c", "--off", "--", "bash", "-c", "echo hi"]
-                .map(OsString::from)
+            [
+                HELPER_FLAG,
+                "--cgroup",
+                "/cg/t/c",
+                "--off",
+                "--",
+                "bash",
+                "-c",
+                "echo hi"
+            ]
+            .map(OsString::from)
         );
     }
 }

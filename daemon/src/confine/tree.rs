@@ -112,7 +112,10 @@ fn children(pid: i32) -> Vec<i32> {
     let mut out = Vec::new();
     for thread in threads.filter_map(Result::ok) {
         if let Ok(text) = std::fs::read_to_string(thread.path().join("children")) {
-            out.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
         }
     }
     out
@@ -155,7 +158,10 @@ mod tests {
         }
         assert_eq!(kill_task("task-tree-a"), 1);
         assert!(!ours.wait().unwrap().success());
-        assert!(other.try_wait().unwrap().is_none(), "another task's process");
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "another task's process"
+        );
         assert_eq!(kill_task("task-tree-a"), 0, "forgotten once killed");
         other.kill().unwrap();
         other.wait().unwrap();
