@@ -4,8 +4,9 @@
 //! - when its task ends (a verdict), from a confined agent and an unconfined one alike;
 //! - when the person runs `lazyboy daemon stop` (its task still waiting for them);
 //! - after `kill -9` of the daemon (which leaves it running, as before) and a restart, which
-//!   stops it and reports the command lost, "still running";
-//! and without cgroups (`LAZYBOY_CGROUPS=off`), `doctor` says what is not contained and the
+//!   stops it and reports the command lost, "still running".
+//!
+//! Without cgroups (`LAZYBOY_CGROUPS=off`), `doctor` says what is not contained and the
 //! daemon's stop still ends the survivor (it is the daemon's adopted orphan).
 //!
 //! Each survivor is seen alive first, so its death is the daemon's doing. Needs cgroup v2

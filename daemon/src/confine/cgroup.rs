@@ -42,10 +42,10 @@ pub fn start(home: &Path) -> Result<(PathBuf, usize), String> {
     let mut swept = HashSet::new();
     for task in subdirs(&base) {
         for command in subdirs(&task) {
-            if populated(&command) {
-                if let Some(name) = command.file_name().and_then(|n| n.to_str()) {
-                    swept.insert(name.to_owned());
-                }
+            if populated(&command)
+                && let Some(name) = command.file_name().and_then(|n| n.to_str())
+            {
+                swept.insert(name.to_owned());
             }
         }
         kill_dir(&task);
