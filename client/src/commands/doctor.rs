@@ -2,9 +2,10 @@
 //! exit code 1 if a check fails (a `warn` is something optional left unset).
 //!
 //! The daemon checks what only it can (the config on disk, the model, each MCP server, web
-//! search: `GET /api/doctor`); this side checks the machine: Docker, the box image, and the
-//! login service. A daemon that cannot start is itself a failed check, and the machine's
-//! checks still run.
+//! search, and the sandbox's layers and cgroups: `GET /api/doctor`); this side checks the
+//! machine: Docker, the box image, and the login service (whose unit must delegate its
+//! cgroup to the daemon). A daemon that cannot start is itself a failed check, and the
+//! machine's checks still run.
 
 use std::process::{Command, Stdio};
 
@@ -159,6 +160,23 @@ fn box_image(docker_ok: bool) -> DoctorCheck {
 
 fn service(client: &Client) -> DoctorCheck {
     match super::service::installed(client) {
+        // A unit written before the daemon put tasks in cgroups lacks the delegation.
+        Ok((true, file))
+            if file.extension().is_some_and(|e| e == "service")
+                && std::fs::read_to_string(&file)
+                    .is_ok_and(|unit| !unit.contains("Delegate=yes")) =>
+        {
+            DoctorCheck {
+                name: "service".to_owned(),
+                status: CheckStatus::Warn,
+                detail: format!(
+                    "installed ({}) without Delegate=yes: the daemon it starts cannot give \
+                     each task a cgroup",
+                    file.display()
+                ),
+                fix: Some("lazyboy service install (writes the current unit)".to_owned()),
+            }
+        }
         Ok((true, file)) => ok("service", format!("installed ({})", file.display())),
         Ok((false, file)) => fail(
             "service",
