@@ -129,6 +129,7 @@ async fn cgroup_rows(rows: &mut Vec<(String, String, String)>, reps: usize) {
     let (mut firsts, mut ends) = (Vec::new(), Vec::new());
     let registry = CommandRegistry::new();
     let never = CancellationToken::new();
+    let root = lazyboyd::tools::workspace::Root::open(ws.path()).unwrap();
     for i in 0..reps + 5 {
         let task = format!("bench-{i}");
         let confinement = Confinement::new(Sandbox::Off, ws.path());
@@ -138,7 +139,8 @@ async fn cgroup_rows(rows: &mut Vec<(String, String, String)>, reps: usize) {
             task_id: task.clone(),
             cmd: "true".into(),
             workdir: ws.path().to_path_buf(),
-            workspace: ws.path().to_path_buf(),
+            workdir_fd: None,
+            output: root.output().unwrap(),
             timeout: Duration::from_secs(30),
         };
         let started = Instant::now();

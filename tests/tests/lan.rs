@@ -123,7 +123,7 @@ async fn daemon_start_lan_prints_one_time_login_links_and_qr_codes() {
     let url = format!("http://{LAN_IP}:{port}/");
     assert_eq!(
         health.lan_urls,
-        [url.clone()],
+        std::slice::from_ref(&url),
         "the namespace's one LAN address"
     );
     assert!(
