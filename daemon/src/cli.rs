@@ -53,7 +53,7 @@ pub fn main(commit: &'static str) -> ExitCode {
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(crate::confine::HELPER_FLAG))
     {
-        return crate::confine::landlock::helper_main();
+        return crate::confine::helper::helper_main();
     }
     crate::set_commit(commit);
     let version = lazyboy_protocol::build_name(crate::VERSION, commit);

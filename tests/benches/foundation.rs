@@ -115,8 +115,15 @@ async fn run() {
     }
     stops.sort();
     rows.push((
-        format!("SIGTERM → exit, fresh daemon, p50 / max ({} runs)", stops.len()),
-        format!("{} / {}", ms(percentile(&stops, 0.5)), ms(stops[stops.len() - 1])),
+        format!(
+            "SIGTERM → exit, fresh daemon, p50 / max ({} runs)",
+            stops.len()
+        ),
+        format!(
+            "{} / {}",
+            ms(percentile(&stops, 0.5)),
+            ms(stops[stops.len() - 1])
+        ),
         "< 5 s".into(),
     ));
 

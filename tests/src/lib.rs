@@ -10,6 +10,7 @@
     reason = "test harness: a failure is a test failure"
 )]
 
+pub mod attacks;
 pub mod bench;
 pub mod boxes;
 pub mod clean;

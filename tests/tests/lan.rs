@@ -36,7 +36,9 @@ impl Netns {
             vec!["netns", "add", &name],
             vec!["-n", &name, "link", "set", "lo", "up"],
             // A veth pair with both ends inside (these kernels have no `dummy` module).
-            vec!["-n", &name, "link", "add", "lan0", "type", "veth", "peer", "name", "lan1"],
+            vec![
+                "-n", &name, "link", "add", "lan0", "type", "veth", "peer", "name", "lan1",
+            ],
             vec!["-n", &name, "addr", "add", "10.77.0.2/24", "dev", "lan0"],
             vec!["-n", &name, "link", "set", "lan1", "up"],
             vec!["-n", &name, "link", "set", "lan0", "up"],
@@ -119,7 +121,11 @@ async fn daemon_start_lan_prints_one_time_login_links_and_qr_codes() {
     );
     let port = health.url.trim_end_matches('/').rsplit(':').next().unwrap();
     let url = format!("http://{LAN_IP}:{port}/");
-    assert_eq!(health.lan_urls, [url.clone()], "the namespace's one LAN address");
+    assert_eq!(
+        health.lan_urls,
+        std::slice::from_ref(&url),
+        "the namespace's one LAN address"
+    );
     assert!(
         !text.contains(&token),
         "the token is never printed in a URL: {text}"
@@ -137,8 +143,13 @@ async fn daemon_start_lan_prints_one_time_login_links_and_qr_codes() {
             .all(|l| !l.is_empty() && l.chars().all(|c| " █▀▄".contains(c))),
         "{qr:#?}"
     );
-    let code = |args: &[&str]| ns.curl(&[&["-o", "/dev/null", "-w", "%{http_code}"], args].concat());
-    assert_eq!(code(&[&format!("{url}api/state")]), "401", "without a session");
+    let code =
+        |args: &[&str]| ns.curl(&[&["-o", "/dev/null", "-w", "%{http_code}"], args].concat());
+    assert_eq!(
+        code(&[&format!("{url}api/state")]),
+        "401",
+        "without a session"
+    );
     // The link signs the phone in: a cookie, then the page.
     let headers = ns.curl(&["-D", "-", "-o", "/dev/null", &link]);
     assert!(headers.starts_with("HTTP/1.1 303"), "{headers}");
@@ -155,7 +166,10 @@ async fn daemon_start_lan_prints_one_time_login_links_and_qr_codes() {
     // The machine itself keeps reaching it by the loopback URL (with the token: the
     // listener is not loopback-only any more).
     let auth = format!("authorization: Bearer {token}");
-    assert_eq!(code(&["-H", &auth, &format!("{}api/health", health.url)]), "200");
+    assert_eq!(
+        code(&["-H", &auth, &format!("{}api/health", health.url)]),
+        "200"
+    );
     stop(home.path());
 }
 

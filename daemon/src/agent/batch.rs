@@ -215,14 +215,15 @@ impl Turn {
 
     /// What a tool sees of this call: its commands run in the agent's sandbox.
     pub(super) fn tool_context(&self, call: &Call, workspace: &Arc<Root>) -> ToolContext {
-        let confinement = Confinement::new(self.policy.sandbox, workspace.path());
+        let confinement = Confinement::new(self.policy.sandbox, workspace.path())
+            .with_git_write(self.policy.git_write);
         ToolContext {
             workspace: workspace.clone(),
             task_id: self.task.id.clone(),
             call: call.record.id.clone(),
             // Spill files are named by this; call ids repeat across tasks of one workspace.
             call_id: format!("{}-{}", self.task.id, call.record.id),
-            machine: Arc::new(exec::Host::confined(confinement)),
+            machine: Arc::new(exec::Host::confined(confinement).in_task(&self.task.id)),
             commands: self.rt.commands.clone(),
             scope: self.scope.clone(),
             cancel: self.cancel.clone(),

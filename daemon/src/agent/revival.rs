@@ -182,6 +182,10 @@ impl Turn {
             let in_box = self.rt.sandbox.stop_orphan(&command.id).await.unwrap_or(0);
             let fate = match command.pgid.map(|pgid| stop_orphan(&command.id, pgid)) {
                 _ if in_box > 0 => "it was still running in the box and has been stopped",
+                // Its cgroup still had processes when this daemon started: they were killed.
+                _ if crate::confine::cgroup::was_running(&command.id) => {
+                    "it was still running and has been stopped"
+                }
                 Some(Orphan::Stopped) => "it was still running and has been stopped",
                 Some(Orphan::Gone) => "it had ended; how is unknown",
                 Some(Orphan::Unknown) | None => "it may still be running outside LazyBoy",

@@ -95,7 +95,10 @@ async fn run(
             _ => None,
         })
         .unwrap_or_default();
-    assert!(!result.1 && !result.0.is_empty(), "the last call did not work: {result:?}");
+    assert!(
+        !result.1 && !result.0.is_empty(),
+        "the last call did not work: {result:?}"
+    );
     let steps: Vec<Duration> = requests[WARMUP..=rounds]
         .windows(2)
         .map(|w| w[1].received_at - w[0].received_at)

@@ -45,7 +45,9 @@ async fn run() {
         "—".into(),
     ));
     rows.push((
-        format!("the same step calling `mcp__everything__echo` (server running), median of {rounds}"),
+        format!(
+            "the same step calling `mcp__everything__echo` (server running), median of {rounds}"
+        ),
         ms(mcp),
         "—".into(),
     ));

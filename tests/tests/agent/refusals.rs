@@ -35,7 +35,11 @@ async fn path_escapes_are_refused() {
     let events = task_events(&daemon, &task_of(&stdout)).await;
     let refused = results(&events);
     let ids: Vec<&str> = refused.iter().map(|(id, _, _)| id.as_str()).collect();
-    assert_eq!(ids, ["e1", "e2", "e3", "e4", "e5"], "every escape got its one result");
+    assert_eq!(
+        ids,
+        ["e1", "e2", "e3", "e4", "e5"],
+        "every escape got its one result"
+    );
     for (id, status, output) in refused {
         assert_eq!(status, ToolStatus::Error, "{id}: {output}");
         assert!(

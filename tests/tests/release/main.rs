@@ -13,7 +13,7 @@
 //!   (under `scripts/postgres-cluster`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod clean;
 mod migrations;
@@ -31,18 +31,4 @@ fn text(output: &Output) -> (String, String) {
 /// The repository's root.
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
-}
-
-/// Runs `command`, asserting it succeeds; returns its stdout.
-fn run_ok(command: &mut Command) -> String {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    let (stdout, stderr) = text(&output);
-    assert!(
-        output.status.success(),
-        "{command:?} failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-    stdout
 }

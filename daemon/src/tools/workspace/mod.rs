@@ -68,6 +68,10 @@ pub struct Root {
     path: PathBuf,
     /// Set when the home lies in the workspace: opened files are checked against it.
     guard: Option<Guard>,
+    /// Directories the file tools may not write beneath (canonical): the git directories a
+    /// confined agent may not change (`confine::Confinement::protected_git`). Checked on
+    /// the opened directory or file, so a swapped symlink cannot walk a write into them.
+    read_only: Vec<PathBuf>,
     how: How,
 }
 
@@ -119,8 +123,39 @@ impl Root {
             fd,
             path,
             guard,
+            read_only: Vec::new(),
             how: How::Auto,
         })
+    }
+
+    /// The same root, with `dirs` closed to writes (see [`Root`]'s `read_only`).
+    pub fn with_read_only(mut self, dirs: Vec<PathBuf>) -> Root {
+        self.read_only = dirs
+            .into_iter()
+            .map(|dir| dir.canonicalize().unwrap_or(dir))
+            .collect();
+        self
+    }
+
+    /// Refuses a write whose directory or file, as opened (`fd`), lies in a read-only one.
+    fn writable(&self, rel: &Rel, fd: BorrowedFd<'_>) -> Result<(), PathError> {
+        if self.read_only.is_empty() {
+            return Ok(());
+        }
+        // Unknown where it is: refuse (it can only be a platform without /proc or F_GETPATH).
+        let Some(real) = real_path(fd) else {
+            return Err(PathError::ReadOnly {
+                given: rel.shown(),
+                dir: "(unknown)".into(),
+            });
+        };
+        match self.read_only.iter().find(|dir| real.starts_with(dir)) {
+            Some(dir) => Err(PathError::ReadOnly {
+                given: rel.shown(),
+                dir: dir.display().to_string(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Pins the component walk (the fallback), for tests of it on kernels with `openat2`.
@@ -224,6 +259,7 @@ impl Root {
     pub fn open_rw(&self, rel: &Rel) -> Result<std::fs::File, PathError> {
         let flags = OFlags::RDWR | OFlags::NONBLOCK | OFlags::NOCTTY;
         let fd = self.open_at(rel, flags, Mode::empty())?;
+        self.writable(rel, fd.as_fd())?;
         match kind(&stat(rel, fd.as_fd())?) {
             Kind::File => Ok(std::fs::File::from(fd)),
             Kind::Dir => Err(PathError::IsDir(rel.shown())),
@@ -256,6 +292,7 @@ impl Root {
             };
             let parent = Rel(parent.to_path_buf());
             let dir = self.make_dirs(&parent).map_err(|e| e.given(&rel))?;
+            self.writable(&rel, dir.as_fd())?;
             let new = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             match rustix::fs::openat(&dir, name, new | OFlags::CLOEXEC, mode(0o600)) {
                 Ok(fd) => {
@@ -271,6 +308,7 @@ impl Root {
             let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
             match self.open_at(&rel, flags, Mode::empty()) {
                 Ok(fd) => {
+                    self.writable(&rel, fd.as_fd())?;
                     return match kind(&stat(&rel, fd.as_fd())?) {
                         Kind::File => Ok((std::fs::File::from(fd), false)),
                         Kind::Dir => Err(PathError::IsDir(rel.shown())),
@@ -316,6 +354,7 @@ impl Root {
                 continue;
             };
             let next = at.join(name);
+            self.writable(&next, dir.as_fd())?;
             match rustix::fs::mkdirat(&dir, name, mode(0o700)) {
                 Ok(()) => {
                     let made = self.open_dir(&next)?;

@@ -51,6 +51,13 @@ pub enum PathError {
     },
     #[error("{given} is in the LazyBoy home ({home}); the file tools never open it")]
     Home { given: String, home: String },
+    #[error(
+        "refused: {given} is inside the git directory {dir}, which this agent may not change \
+         (git runs what its config and hooks name, as the person). Work on the repository's \
+         files instead; the person can allow it with `lazyboy team edit <agent> --git-write \
+         true`"
+    )]
+    ReadOnly { given: String, dir: String },
     #[error("no such file or directory: {0}")]
     NotFound(String),
     #[error("{0} is a directory")]
