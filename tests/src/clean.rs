@@ -62,10 +62,11 @@ impl Packages {
                 .unwrap_or_else(|| panic!("no {name} in {}/BUILD", dir.display()))
                 .to_owned()
         };
-        let head = ok(Command::new("git")
-            .arg("-C")
-            .arg(repo())
-            .args(["rev-parse", "--short=12", "HEAD"]));
+        let head =
+            ok(Command::new("git")
+                .arg("-C")
+                .arg(repo())
+                .args(["rev-parse", "--short=12", "HEAD"]));
         let commit = field("commit");
         assert_eq!(
             commit,

@@ -13,8 +13,8 @@
 pub mod attacks;
 pub mod bench;
 pub mod boxes;
-pub mod clean;
 pub mod browser;
+pub mod clean;
 pub mod fleet;
 pub mod history;
 pub mod mcp_servers;

@@ -64,11 +64,7 @@ pub fn contains(old: &Value, new: &Value, path: &str) -> Result<(), String> {
         }
         (Value::Array(old), Value::Array(new)) => {
             if old.len() != new.len() {
-                return Err(format!(
-                    "{path} has {} items, was {}",
-                    new.len(),
-                    old.len()
-                ));
+                return Err(format!("{path} has {} items, was {}", new.len(), old.len()));
             }
             for (i, (a, b)) in old.iter().zip(new).enumerate() {
                 contains(a, b, &format!("{path}[{i}]"))?;

@@ -299,7 +299,11 @@ async fn lazyboy_run_confines_the_default_agent_to_its_workspace() {
          echo inside > inside.txt && echo inside-written; \
          echo x > ~/outside.txt && echo outside-written || echo outside-denied"
     );
-    mock.push(Reply::tool_call("p", "exec_command", json!({ "cmd": probe })));
+    mock.push(Reply::tool_call(
+        "p",
+        "exec_command",
+        json!({ "cmd": probe }),
+    ));
     mock.push(Reply::text("probed"));
     let ws = tempfile::tempdir().unwrap();
     let mut run = daemon.cli();
@@ -309,12 +313,21 @@ async fn lazyboy_run_confines_the_default_agent_to_its_workspace() {
     let out = output_of(run).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{out:?}");
-    assert!(!stderr.contains("sandbox"), "run announced the sandbox: {stderr}");
-    let seen = mock.requests()[1].tool_result_for("p").unwrap_or("").to_owned();
+    assert!(
+        !stderr.contains("sandbox"),
+        "run announced the sandbox: {stderr}"
+    );
+    let seen = mock.requests()[1]
+        .tool_result_for("p")
+        .unwrap_or("")
+        .to_owned();
     for word in ["token-denied", "inside-written", "outside-denied"] {
         assert!(seen.contains(word), "{word} missing:\n{seen}");
     }
-    assert!(!seen.contains(&daemon.token()), "the token reached the model: {seen}");
+    assert!(
+        !seen.contains(&daemon.token()),
+        "the token reached the model: {seen}"
+    );
     assert!(!person_home.path().join("outside.txt").exists());
     assert!(ws.path().join("inside.txt").exists());
     mock.assert_clean();

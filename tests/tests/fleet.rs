@@ -333,7 +333,10 @@ async fn a_node_name_held_by_a_live_daemon_is_refused_at_once() {
     ] {
         assert!(stderr.contains(&part), "{part:?} missing: {stderr}");
     }
-    assert!(!stderr.contains(&url), "the database URL (a secret) was printed: {stderr}");
+    assert!(
+        !stderr.contains(&url),
+        "the database URL (a secret) was printed: {stderr}"
+    );
     nix::sys::signal::kill(frozen, nix::sys::signal::Signal::SIGCONT).unwrap();
     first.stop();
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use lazyboy::connection::Client;
 use lazyboy_protocol::{Health, paths};
-use lazyboy_tests::upgrade::big_database;
 use lazyboy_tests::bench::quick;
+use lazyboy_tests::upgrade::big_database;
 use lazyboy_tests::{KillOnDrop, TestDaemon, temp_home, wait_for};
 
 use super::Row;
@@ -50,7 +50,10 @@ pub async fn million(rows: &mut Vec<Row>) {
     let migrating = start_to_answer(home.path()).await;
     let again = start_to_answer(home.path()).await;
     rows.push((
-        format!("log migrations over {events} events: start → health (a start after: {:.2} s)", again.as_secs_f64()),
+        format!(
+            "log migrations over {events} events: start → health (a start after: {:.2} s)",
+            again.as_secs_f64()
+        ),
         format!("{:.2} s", migrating.as_secs_f64()),
         "report".into(),
     ));

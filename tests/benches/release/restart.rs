@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use lazyboy_protocol::Verdict;
 use lazyboy_tests::mock_model::{MockModel, Reply, SeenMessage};
 use lazyboy_tests::{
-    KillOnDrop, TestDaemon, add_agent, all_events, create_task, model_config, output_of,
-    wait_for, wait_task_finished,
+    KillOnDrop, TestDaemon, add_agent, all_events, create_task, model_config, output_of, wait_for,
+    wait_task_finished,
 };
 
 use super::Row;
@@ -41,7 +41,10 @@ pub async fn eight_tasks(rows: &mut Vec<Row>) {
             Some(_) => Reply::text("done"),
         }
     });
-    let config = format!("max_concurrent_tasks = {TASKS}\n{}", model_config(&mock, "openai"));
+    let config = format!(
+        "max_concurrent_tasks = {TASKS}\n{}",
+        model_config(&mock, "openai")
+    );
     let daemon = TestDaemon::start_with(&config, &[]).await;
     let ws = tempfile::tempdir().unwrap();
     let mut ids = Vec::new();
@@ -101,7 +104,10 @@ pub async fn eight_tasks(rows: &mut Vec<Row>) {
     ));
     rows.push((
         "… the whole restart (calls released 500 ms in); calls re-run / `unknown`".into(),
-        format!("{:.0} ms; {reran} / {unknown}", whole.as_secs_f64() * 1000.0),
+        format!(
+            "{:.0} ms; {reran} / {unknown}",
+            whole.as_secs_f64() * 1000.0
+        ),
         "0 / 0".into(),
     ));
 }

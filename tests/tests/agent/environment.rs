@@ -36,7 +36,11 @@ async fn the_environment_configures_the_default_provider_and_a_named_one_keeps_i
     let done = wait_task_finished(&daemon, &task).await;
     assert_eq!(done.verdict, Some(Verdict::Answer), "{done:?}");
     assert_eq!(env_server.request_count(), 1);
-    assert_eq!(router.request_count(), 0, "the default agent reached the named provider");
+    assert_eq!(
+        router.request_count(),
+        0,
+        "the default agent reached the named provider"
+    );
     let seen = env_server.last_request().unwrap();
     assert_eq!(seen.model, "env-model");
     assert_eq!(seen.authorization.as_deref(), Some("Bearer sk-env-key"));

@@ -33,8 +33,16 @@ fn session(machine: &Container, lb: &str, packages: &Packages) -> String {
     let doctor = machine.sh("person", &format!("{lb} doctor"));
     let doctor_text = String::from_utf8_lossy(&doctor.stdout).into_owned();
     assert_eq!(doctor.status.code(), Some(1), "{doctor_text}");
-    for line in ["ok    model:", "ok    sandbox: landlock", "FAIL  docker:", "FAIL  service:"] {
-        assert!(doctor_text.contains(line), "{line:?} missing:\n{doctor_text}");
+    for line in [
+        "ok    model:",
+        "ok    sandbox: landlock",
+        "FAIL  docker:",
+        "FAIL  service:",
+    ] {
+        assert!(
+            doctor_text.contains(line),
+            "{line:?} missing:\n{doctor_text}"
+        );
     }
     assert!(
         doctor_text.contains(&format!("running: lazyboyd {build}")),
@@ -95,7 +103,10 @@ fn the_debian_package_installs_runs_and_removes_cleanly() {
         "dpkg-query -W -f='${Depends}|${Recommends}' lazyboy",
     );
     let (depends, recommends) = fields.split_once('|').unwrap();
-    for name in depends.split(',').map(|d| d.split_whitespace().next().unwrap_or("")) {
+    for name in depends
+        .split(',')
+        .map(|d| d.split_whitespace().next().unwrap_or(""))
+    {
         assert!(
             ["libc6", "libgcc-s1"].contains(&name),
             "Depends names {name}: {depends}"
@@ -134,7 +145,12 @@ fn the_debian_package_installs_runs_and_removes_cleanly() {
         let unit = dir.path().join(unit);
         let text = std::fs::read_to_string(&unit).unwrap();
         assert!(text.contains("ExecStart=/usr/bin/lazyboyd"), "{text}");
-        verify_unit(&verifier, &unit, &dir.path().join("lazyboyd"), "/usr/bin/lazyboyd");
+        verify_unit(
+            &verifier,
+            &unit,
+            &dir.path().join("lazyboyd"),
+            "/usr/bin/lazyboyd",
+        );
     }
 
     // Removing the package keeps the person's data.
@@ -162,8 +178,15 @@ fn the_tarball_installs_with_install_sh_for_one_user() {
     let sum = packages.tarball_sha256();
 
     // A wrong checksum installs nothing.
-    let wrong = format!("{}{}", &sum[..63], if sum.ends_with('0') { "1" } else { "0" });
-    let refused = machine.sh("person", &format!("sh /tmp/install.sh --sha256 {wrong} {tarball}"));
+    let wrong = format!(
+        "{}{}",
+        &sum[..63],
+        if sum.ends_with('0') { "1" } else { "0" }
+    );
+    let refused = machine.sh(
+        "person",
+        &format!("sh /tmp/install.sh --sha256 {wrong} {tarball}"),
+    );
     assert!(!refused.status.success());
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("nothing was installed"),
@@ -171,8 +194,14 @@ fn the_tarball_installs_with_install_sh_for_one_user() {
     );
     machine.sh_ok("person", "test ! -e ~/.local/bin/lazyboy");
 
-    let installed = machine.sh_ok("person", &format!("sh /tmp/install.sh --sha256 {sum} {tarball}"));
-    assert!(installed.contains("daemon start") && installed.contains("doctor"), "{installed}");
+    let installed = machine.sh_ok(
+        "person",
+        &format!("sh /tmp/install.sh --sha256 {sum} {tarball}"),
+    );
+    assert!(
+        installed.contains("daemon start") && installed.contains("doctor"),
+        "{installed}"
+    );
     let lb = "/home/person/.local/bin/lazyboy";
     let doctor = session(&machine, lb, &packages);
     assert!(
@@ -180,7 +209,10 @@ fn the_tarball_installs_with_install_sh_for_one_user() {
         "{doctor}"
     );
     // Installing again (an upgrade) replaces the binaries and keeps the data.
-    machine.sh_ok("person", &format!("sh /tmp/install.sh --sha256 {sum} {tarball}"));
+    machine.sh_ok(
+        "person",
+        &format!("sh /tmp/install.sh --sha256 {sum} {tarball}"),
+    );
     machine.sh_ok("person", "test -s ~/.local/share/lazyboy/lazyboy.db");
 
     let dir = tempfile::tempdir().unwrap();

@@ -62,10 +62,14 @@ async fn log_migrations_over_a_million_events_survive_kill_9_midway() {
     // full-text backfill take seconds over a million events).
     let mut first = spawn(home.path());
     let log = home.path().join("daemon-stderr.log");
-    wait_for(Duration::from_secs(60), "the daemon to start migrating", || {
-        let said = std::fs::read_to_string(&log).unwrap_or_default();
-        std::future::ready(said.contains("applying ").then_some(()))
-    })
+    wait_for(
+        Duration::from_secs(60),
+        "the daemon to start migrating",
+        || {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            std::future::ready(said.contains("applying ").then_some(()))
+        },
+    )
     .await;
     first.0.kill().unwrap();
     first.0.wait().unwrap();
@@ -161,7 +165,10 @@ async fn a_newer_sqlite_database_is_refused_and_left_as_it_was() {
         stderr.contains("was written by a newer lazyboyd (schema version 99990101000000"),
         "{stderr}"
     );
-    assert!(std::fs::read(&db).unwrap() == bytes, "the database was changed");
+    assert!(
+        std::fs::read(&db).unwrap() == bytes,
+        "the database was changed"
+    );
     let wal = home.join("lazyboy.db-wal");
     assert!(
         std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
@@ -196,7 +203,10 @@ async fn snapshot(url: &str) -> Vec<(String, i64, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_postgres_schema_is_refused_and_left_as_it_was() {
     let url = lazyboy_tests::fleet::postgres_url().await;
-    let env = [("LAZYBOY_DATABASE_URL", url.as_str()), ("LAZYBOY_NODE", "n1")];
+    let env = [
+        ("LAZYBOY_DATABASE_URL", url.as_str()),
+        ("LAZYBOY_NODE", "n1"),
+    ];
     let daemon = TestDaemon::start_with("", &env).await;
     lazyboy_tests::add_agent(&daemon, "kept").await;
     daemon.stop();
@@ -210,7 +220,11 @@ async fn a_newer_postgres_schema_is_refused_and_left_as_it_was() {
     .unwrap();
     conn.close().await.unwrap();
     let before = snapshot(&url).await;
-    assert!(before.iter().any(|(t, rows, _)| t == "agents" && *rows >= 2));
+    assert!(
+        before
+            .iter()
+            .any(|(t, rows, _)| t == "agents" && *rows >= 2)
+    );
 
     let home = temp_home();
     let output = TestDaemon::command(home.path())
@@ -227,6 +241,9 @@ async fn a_newer_postgres_schema_is_refused_and_left_as_it_was() {
         stderr.contains("was written by a newer lazyboyd (schema version 99990101000000"),
         "{stderr}"
     );
-    assert!(!stderr.contains(&url), "the URL (a secret) was printed: {stderr}");
+    assert!(
+        !stderr.contains(&url),
+        "the URL (a secret) was printed: {stderr}"
+    );
     assert_eq!(snapshot(&url).await, before, "the database was changed");
 }

@@ -138,7 +138,11 @@ async fn the_previous_releases_database_upgrades_and_its_waiting_task_resumes() 
     for schedule in schedules["schedules"].as_array_mut().unwrap() {
         schedule.as_object_mut().unwrap().remove("next_run_at_ms");
     }
-    check(&schedules, &get("/api/schedules".into()).await, "the schedules");
+    check(
+        &schedules,
+        &get("/api/schedules".into()).await,
+        "the schedules",
+    );
     let finished = expected["finished_task"].as_str().unwrap();
     check(
         &expected["files"],
@@ -168,7 +172,10 @@ async fn the_previous_releases_database_upgrades_and_its_waiting_task_resumes() 
     let waiting = expected["waiting_task"].as_str().unwrap().to_owned();
     mock.push_fn(|request| {
         let answer = request.tool_result_for("q1").unwrap_or_default();
-        assert!(answer.contains("Shop A"), "the answer reached the model: {answer}");
+        assert!(
+            answer.contains("Shop A"),
+            "the answer reached the model: {answer}"
+        );
         Reply::tool_call("s1", "memory_search", json!({"query": "card"}))
     });
     mock.push_fn(|request| {
@@ -183,9 +190,12 @@ async fn the_previous_releases_database_upgrades_and_its_waiting_task_resumes() 
         .await
         .unwrap();
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let done = tokio::time::timeout(Duration::from_secs(60), wait_task_finished(&daemon, &waiting))
-        .await
-        .unwrap();
+    let done = tokio::time::timeout(
+        Duration::from_secs(60),
+        wait_task_finished(&daemon, &waiting),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         done.verdict,
         Some(lazyboy_protocol::Verdict::Answer),

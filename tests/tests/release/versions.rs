@@ -21,6 +21,10 @@ async fn the_binaries_and_health_report_the_version_and_the_commit() {
     assert_eq!(daemon.health.version, env!("CARGO_PKG_VERSION"));
     assert_eq!(daemon.health.commit, UNDER_TEST_COMMIT);
     let status = daemon.cli().args(["daemon", "status"]).output().unwrap();
-    assert!(text(&status).0.contains(&format!("lazyboyd {build} running")));
+    assert!(
+        text(&status)
+            .0
+            .contains(&format!("lazyboyd {build} running"))
+    );
     daemon.stop();
 }

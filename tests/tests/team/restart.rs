@@ -11,7 +11,10 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_lets_running_tool_calls_finish_and_reruns_nothing() {
     let mock = MockModel::start().await;
-    let config = format!("max_concurrent_tasks = 8\n{}", model_config(&mock, "openai"));
+    let config = format!(
+        "max_concurrent_tasks = 8\n{}",
+        model_config(&mock, "openai")
+    );
     let daemon = TestDaemon::start_with(&config, &[]).await;
     let ws = tempfile::tempdir().unwrap();
     // Each task runs one command that counts its runs and waits for `go`; then it answers.
@@ -42,8 +45,7 @@ async fn restart_lets_running_tool_calls_finish_and_reruns_nothing() {
         let agent = format!("r{n}");
         add_agent(&daemon, &agent).await;
         ids.push(
-            lazyboy_tests::create_task(&daemon, &agent, &format!("job {n}"), Some(ws.path()))
-                .await,
+            lazyboy_tests::create_task(&daemon, &agent, &format!("job {n}"), Some(ws.path())).await,
         );
     }
     let counters: Vec<_> = (0..8)
@@ -77,10 +79,14 @@ async fn restart_lets_running_tool_calls_finish_and_reruns_nothing() {
     });
     let mut told = Vec::new();
     let waiting = "waiting up to 60 s for 8 running task(s) to finish their tool calls";
-    wait_for(Duration::from_secs(30), "restart to say what it waits for", || {
-        told.extend(said.try_iter());
-        std::future::ready(told.iter().any(|l| l.contains(waiting)).then_some(()))
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "restart to say what it waits for",
+        || {
+            told.extend(said.try_iter());
+            std::future::ready(told.iter().any(|l| l.contains(waiting)).then_some(()))
+        },
+    )
     .await;
     add_agent(&daemon, "late").await;
     let late = lazyboy_tests::create_task(&daemon, "late", "job late", Some(ws.path())).await;
@@ -122,7 +128,10 @@ async fn restart_lets_running_tool_calls_finish_and_reruns_nothing() {
                 && e.data["state"] == "running"
         })
         .unwrap();
-    assert!(late_ran.at_ms >= started_at, "the draining daemon started {late}");
+    assert!(
+        late_ran.at_ms >= started_at,
+        "the draining daemon started {late}"
+    );
     for counter in &counters {
         assert_eq!(
             std::fs::read_to_string(counter).unwrap(),
@@ -130,15 +139,18 @@ async fn restart_lets_running_tool_calls_finish_and_reruns_nothing() {
             "a tool ran twice"
         );
     }
-    let results: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == "tool_result")
-        .collect();
+    let results: Vec<_> = events.iter().filter(|e| e.kind == "tool_result").collect();
     assert_eq!(results.len(), 9, "{results:#?}");
     for result in results {
-        assert_eq!(result.data["status"], "ok", "cut off, not checkpointed: {result:?}");
+        assert_eq!(
+            result.data["status"], "ok",
+            "cut off, not checkpointed: {result:?}"
+        );
         assert!(
-            result.data["output"].as_str().unwrap_or("").contains("finished"),
+            result.data["output"]
+                .as_str()
+                .unwrap_or("")
+                .contains("finished"),
             "{result:?}"
         );
     }

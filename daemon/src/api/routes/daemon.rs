@@ -38,7 +38,11 @@ pub async fn stop(
             state.shutdown.cancel();
         }
         Some(within) => {
-            tracing::info!(tasks, ?within, "restart requested: stopping at the tasks' checkpoints");
+            tracing::info!(
+                tasks,
+                ?within,
+                "restart requested: stopping at the tasks' checkpoints"
+            );
             state.runtime.stop_after_checkpoint(within);
         }
     }

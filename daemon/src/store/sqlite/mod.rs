@@ -123,7 +123,10 @@ impl Sqlite {
     }
 }
 
-async fn refuse_newer_schema(conn: &mut SqliteConnection, path: &Path) -> Result<Option<i64>, StoreError> {
+async fn refuse_newer_schema(
+    conn: &mut SqliteConnection,
+    path: &Path,
+) -> Result<Option<i64>, StoreError> {
     let has_table: Option<i64> = sqlx::query_scalar(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
     )
