@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::upgrade::{self, AGENTS, SHOP_WORKSPACE, contains};
-use lazyboy_tests::{TestDaemon, temp_home, wait_task_finished};
+use lazyboy_tests::{TestDaemon, task_events, temp_home, wait_task_finished};
 use serde_json::{Value, json};
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
@@ -178,9 +178,18 @@ async fn the_previous_releases_database_upgrades_and_its_waiting_task_resumes() 
         );
         Reply::tool_call("s1", "memory_search", json!({"query": "card"}))
     });
+    // Tells the person (a plain reply after work earns a reminder to), then ends.
     mock.push_fn(|request| {
         let found = request.tool_result_for("s1").unwrap_or_default().to_owned();
-        Reply::text(format!("ordered at Shop A; memory: {found}"))
+        Reply::tool_call(
+            "m1",
+            "send_message",
+            json!({"text": format!("ordered at Shop A; memory: {found}")}),
+        )
+    });
+    mock.push_fn(|request| {
+        let said = request.tool_result_for("m1").unwrap_or_default().to_owned();
+        Reply::text(format!("ordered at Shop A; the card on file ends in 4242 ({said})"))
     });
     let response = daemon
         .http
@@ -202,7 +211,10 @@ async fn the_previous_releases_database_upgrades_and_its_waiting_task_resumes() 
         "{done:?}"
     );
     let message = done.final_message.unwrap_or_default();
-    assert!(message.contains("ends in 4242"), "{message}");
+    if !message.contains("ends in 4242") {
+        let events = task_events(&daemon, &waiting).await;
+        panic!("{message}\n{events:#?}");
+    }
     // The resumed conversation is one the model accepts (every result answers its call).
     mock.assert_clean();
     daemon.stop();
