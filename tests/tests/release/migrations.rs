@@ -133,9 +133,10 @@ async fn log_migrations_over_a_million_events_survive_kill_9_midway() {
 
 #[tokio::test]
 async fn a_newer_sqlite_database_is_refused_and_left_as_it_was() {
-    let daemon = TestDaemon::start().await;
-    let home = daemon.home().to_owned();
-    daemon.stop();
+    // The home outlives the first daemon (a TestDaemon's own home goes with it).
+    let owned = temp_home();
+    let home = owned.path().to_owned();
+    TestDaemon::start_in(&home, &[]).await.stop();
     let db = home.join(paths::DATABASE);
     let mut conn = SqliteConnectOptions::new()
         .filename(&db)
