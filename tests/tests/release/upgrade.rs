@@ -189,7 +189,9 @@ async fn the_previous_releases_database_upgrades_and_its_waiting_task_resumes() 
     });
     mock.push_fn(|request| {
         let said = request.tool_result_for("m1").unwrap_or_default().to_owned();
-        Reply::text(format!("ordered at Shop A; the card on file ends in 4242 ({said})"))
+        Reply::text(format!(
+            "ordered at Shop A; the card on file ends in 4242 ({said})"
+        ))
     });
     let response = daemon
         .http
