@@ -82,6 +82,9 @@ pub struct ConfigFile {
     pub web_search: crate::web::search::WebSearchSection,
     #[serde(default)]
     pub mcp: crate::mcp::McpSection,
+    /// `[notify]`: Web Push, ntfy, webhook and email (see `notify/config.rs`).
+    #[serde(default)]
+    pub notify: crate::notify::NotifySection,
     /// `[box]`: which box container and image (`LAZYBOY_BOX_NAME`, `LAZYBOY_BOX_IMAGE` win).
     #[serde(default, rename = "box")]
     pub sandbox: BoxSection,
@@ -317,6 +320,7 @@ impl ConfigFile {
     pub fn check(&self) -> Result<(), String> {
         crate::web::FetchSettings::from_section(&self.web)?;
         crate::web::search::Search::from_section(&self.web_search)?;
+        self.notify.check()?;
         self.mcp.check()
     }
 
@@ -327,7 +331,11 @@ impl ConfigFile {
             .ok()
             .flatten()
             .and_then(|s| s.key_env().map(str::to_owned));
-        search.into_iter().chain(self.mcp.secret_env()).collect()
+        search
+            .into_iter()
+            .chain(self.mcp.secret_env())
+            .chain(self.notify.secret_env())
+            .collect()
     }
 }
 

@@ -19,6 +19,8 @@ mod events;
 pub use events::*;
 mod tasks;
 pub use tasks::*;
+mod notify;
+pub use notify::*;
 mod boundaries;
 pub use boundaries::{
     APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,

@@ -23,6 +23,7 @@ mod events;
 mod feed;
 mod memories;
 mod nodes;
+mod notify;
 mod projections;
 mod schedules;
 mod tasks;

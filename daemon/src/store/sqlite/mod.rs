@@ -12,6 +12,7 @@ mod conversation;
 mod events;
 mod memories;
 mod nodes;
+mod notify;
 mod projections;
 mod schedules;
 mod tasks;
