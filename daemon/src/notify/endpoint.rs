@@ -50,15 +50,17 @@ pub fn parse(text: &str, allow: &AllowList) -> Result<Url, EndpointError> {
     if !url.username().is_empty() || url.password().is_some() {
         return Err(EndpointError::Credentials);
     }
-    let host = host_of(&url).ok_or_else(|| {
-        EndpointError::BadUrl(url.to_string(), "it has no host".to_owned())
-    })?;
-    let port = url.port_or_known_default().unwrap_or(0);
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if allow.allows(&host, port) => Ok(url),
-        other => Err(EndpointError::Scheme(other.to_owned())),
+    let scheme = url.scheme().to_owned();
+    if scheme != "https" && scheme != "http" {
+        return Err(EndpointError::Scheme(scheme));
     }
+    let host = host_of(&url)
+        .ok_or_else(|| EndpointError::BadUrl(url.to_string(), "it has no host".to_owned()))?;
+    let port = url.port_or_known_default().unwrap_or(0);
+    if scheme == "http" && !allow.allows(&host, port) {
+        return Err(EndpointError::Scheme(scheme));
+    }
+    Ok(url)
 }
 
 /// The host as the allow list names it (an IPv6 literal without brackets).

@@ -146,21 +146,27 @@ fn cut(text: &str, max: usize) -> String {
     out
 }
 
-/// Shortens the body until the JSON is under [`MAX_JSON`] bytes.
+/// Cuts the body so the JSON is under [`MAX_JSON`] bytes: as many characters as fit once
+/// escaped, then an ellipsis.
 fn fit(payload: &mut NotifyPayload) {
-    loop {
-        let size = json(payload).len();
-        if size <= MAX_JSON || payload.body.is_empty() {
-            return;
-        }
-        let chars = payload.body.chars().count();
-        // Escapes can make a character several bytes of JSON: cut by at least the excess.
-        let keep = chars.saturating_sub((size - MAX_JSON).max(16));
-        payload.body = cut(&payload.body, keep.max(1));
-        if keep <= 1 {
-            payload.body.clear();
-        }
+    if json(payload).len() <= MAX_JSON {
+        return;
     }
+    let body = std::mem::take(&mut payload.body);
+    let overhead = json(payload).len();
+    // The ellipsis is three bytes of UTF-8.
+    let mut room = MAX_JSON.saturating_sub(overhead + 3);
+    let mut kept = String::new();
+    for c in body.chars() {
+        let escaped = serde_json::to_string(&c).map_or(6, |s| s.len() - 2);
+        if escaped > room {
+            break;
+        }
+        room -= escaped;
+        kept.push(c);
+    }
+    kept.push('…');
+    payload.body = kept;
 }
 
 /// The payload as JSON bytes.
