@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod history;
 pub mod mcp_servers;
 pub mod mock_model;
+pub mod notify;
 pub mod sse;
 pub mod tasks;
 
