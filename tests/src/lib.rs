@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod boxes;
 pub mod browser;
+pub mod devtools;
 pub mod fleet;
 pub mod history;
 pub mod mcp_servers;

@@ -31,6 +31,8 @@ pub enum Answer {
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// When it arrived (Unix ms, the clock events' `at_ms` use).
+    pub at_ms: i64,
     pub path: String,
     pub headers: HeaderMap,
     pub body: Bytes,
@@ -124,7 +126,11 @@ async fn receive(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
     shared.received.lock().unwrap().push(Received {
+        at_ms,
         path: uri.path().to_owned(),
         headers,
         body,

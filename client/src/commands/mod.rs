@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod events;
 pub mod mcp;
 pub mod nodes;
+pub mod notify;
 pub mod run;
 pub mod schedule;
 pub mod service;

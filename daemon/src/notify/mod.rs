@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lazyboy_protocol::{
-    ChannelResult, ChannelStatus, NotifyKind, NotifyStatus, NotifyTestResult, PushSubscription,
+    ChannelResult, ChannelStatus, CheckStatus, DoctorCheck, NotifyKind, NotifyStatus, NotifyTestResult, PushSubscription,
     SubscribeRequest,
 };
 use tokio::sync::{Notify, Semaphore};
@@ -306,11 +306,11 @@ impl Notifier {
     }
 
     /// Doctor: each configured channel reachable and its credentials present, nothing sent.
-    pub async fn check(&self) -> Vec<(String, Result<String, String>)> {
+    pub async fn doctor(&self) -> Vec<DoctorCheck> {
         let mut out = Vec::new();
         let secret = |name: &Option<String>, what: &str| match name {
             Some(name) if crate::secrets::var(name).is_none_or(|v| v.is_empty()) => {
-                Err(format!("{name} ({what}) is not set"))
+                Err(format!("{name} ({what}) is not set in the daemon's environment"))
             }
             _ => Ok(()),
         };
@@ -319,21 +319,41 @@ impl Notifier {
                 Err(e) => Err(e),
                 Ok(()) => self.reachable(&ntfy.url).await,
             };
-            out.push(("ntfy".to_owned(), result));
+            out.push(doctor_line("notify ntfy", result, "[notify.ntfy] in config.toml"));
         }
         if let Some((hook, _)) = &self.channels.webhook {
             let result = match secret(&hook.secret_env, "the webhook's secret_env") {
                 Err(e) => Err(e),
                 Ok(()) => self.reachable(&hook.url).await,
             };
-            out.push(("webhook".to_owned(), result));
+            out.push(doctor_line("notify webhook", result, "[notify.webhook] in config.toml"));
         }
         if let Some((mailer, _)) = &self.channels.email {
             let result = mailer
                 .check(self.channels.timeout)
                 .await
                 .map(|()| format!("{} answers", mailer.target()));
-            out.push(("email".to_owned(), result));
+            out.push(doctor_line("notify email", result, "[notify.email] in config.toml"));
+        }
+        let devices = self.store.subscriptions().await.map(|s| s.len()).unwrap_or(0);
+        if out.is_empty() && devices == 0 {
+            out.push(DoctorCheck {
+                name: "notify".into(),
+                status: CheckStatus::Warn,
+                detail: "nothing reaches you when no dashboard is open".into(),
+                fix: Some(
+                    "press Notify me in the installed dashboard, or add [notify.ntfy], \
+                     [notify.webhook] or [notify.email] to config.toml (see the README)"
+                        .into(),
+                ),
+            });
+        } else if devices > 0 {
+            out.push(DoctorCheck {
+                name: "notify web push".into(),
+                status: CheckStatus::Ok,
+                detail: format!("{devices} device(s) subscribed; links open {}", self.base_url),
+                fix: None,
+            });
         }
         out
     }
@@ -377,6 +397,25 @@ impl Notifier {
     fn gave_up(&self, channel: &str) {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         stats.entry(channel.to_owned()).or_default().failures += 1;
+    }
+}
+
+fn doctor_line(name: &str, result: Result<String, String>, section: &str) -> DoctorCheck {
+    match result {
+        Ok(detail) => DoctorCheck {
+            name: name.to_owned(),
+            status: CheckStatus::Ok,
+            detail,
+            fix: None,
+        },
+        Err(detail) => DoctorCheck {
+            name: name.to_owned(),
+            status: CheckStatus::Fail,
+            detail,
+            fix: Some(format!(
+                "check {section} and the daemon's environment; then `lazyboy notify test`"
+            )),
+        },
     }
 }
 

@@ -3,6 +3,8 @@
 //! SMTP server from PyPI (`aiosmtpd`), HTTP receivers for webhooks and failing push
 //! services; and the outbox across `kill -9`.
 
+mod browser;
+mod cli;
 mod email;
 mod outbox;
 mod refusals;
