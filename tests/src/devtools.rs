@@ -71,6 +71,29 @@ impl Devtools {
         }
     }
 
+    /// The first event (seen or still to come, within 20 s) that `found` picks something
+    /// out of.
+    pub async fn wait_event<T>(&mut self, mut found: impl FnMut(&Value) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let mut seen = 0;
+        loop {
+            while seen < self.events.len() {
+                if let Some(hit) = found(&self.events[seen]) {
+                    return hit;
+                }
+                seen += 1;
+            }
+            let frame = tokio::time::timeout_at(deadline, self.socket.next())
+                .await
+                .unwrap_or_else(|_| panic!("no such event in 20 s: {:?}", self.events))
+                .unwrap()
+                .unwrap();
+            if let Message::Text(text) = frame {
+                self.events.push(serde_json::from_str(&text).unwrap());
+            }
+        }
+    }
+
     /// Evaluates `expression` (awaiting a promise) in `session`; its value.
     pub async fn eval(&mut self, session: &str, expression: &str) -> Value {
         let result = self

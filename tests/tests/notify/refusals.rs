@@ -37,7 +37,7 @@ async fn endpoints_that_are_not_public_https_are_refused_and_never_contacted() {
         ("file:///etc/passwd".to_owned(), "https"),
         ("not a url at all".to_owned(), "not a URL"),
         (format!("https://user:pw@127.0.0.1:{port}/"), "password"),
-        (daemon.url("/api/state").replace("http:", "https:"), "loopback"),
+        (daemon.url("/api/state").replace("http:", "https:"), "own listener"),
     ] {
         let response = daemon
             .http
@@ -126,7 +126,7 @@ async fn an_agents_command_cannot_subscribe_or_read_the_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_vapid_private_key_is_nowhere_but_its_file() {
     let mock = MockModel::start().await;
-    let daemon = TestDaemon::start_with(&config(&mock, ""), &[]).await;
+    let mut daemon = TestDaemon::start_with(&config(&mock, ""), &[]).await;
     let home = daemon.home().to_owned();
     let key = std::fs::read_to_string(home.join("vapid_key")).unwrap();
     let key = key.trim().to_owned();
@@ -182,7 +182,9 @@ async fn the_vapid_private_key_is_nowhere_but_its_file() {
     let listed = output_of(events_cmd).await;
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
     assert!(listed.contains("task_finished"), "{listed}");
-    daemon.stop();
+    // Stopped, but kept (with its home) until every file was read.
+    let (status, _) = daemon.terminate();
+    assert!(status.success());
 
     let mut places: Vec<(String, String)> = vec![
         ("the agent's environment".into(), env),
