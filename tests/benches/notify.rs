@@ -58,7 +58,10 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 
 async fn daemon(mock: &MockModel, notify: &str) -> TestDaemon {
     // Top-level keys first, then the model's sections, then `[notify]`.
-    let config = format!("max_concurrent_tasks = 8\n{}\n{notify}\n", model_config(mock, "openai"));
+    let config = format!(
+        "max_concurrent_tasks = 8\n{}\n{notify}\n",
+        model_config(mock, "openai")
+    );
     TestDaemon::start_with(&config, &[]).await
 }
 
@@ -70,7 +73,11 @@ async fn run() {
     let hook = Receiver::start().await;
     let mock = MockModel::start().await;
     script(&mock);
-    let d = daemon(&mock, &format!("[notify.webhook]\nurl = \"{}\"\n", hook.url("/h"))).await;
+    let d = daemon(
+        &mock,
+        &format!("[notify.webhook]\nurl = \"{}\"\n", hook.url("/h")),
+    )
+    .await;
     add_agent(&d, "a").await;
     for i in 0..n {
         create_task(&d, "a", &format!("ask {i}"), None).await;
@@ -78,7 +85,10 @@ async fn run() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let got = hook.wait_for(n, Duration::from_secs(120)).await;
-    let mut lat: Vec<i64> = got.iter().map(|r| r.at_ms - r.json()["ts"].as_i64().unwrap()).collect();
+    let mut lat: Vec<i64> = got
+        .iter()
+        .map(|r| r.at_ms - r.json()["ts"].as_i64().unwrap())
+        .collect();
     lat.sort();
     rows.push((
         format!("question → webhook request received, p50 / p99 ({n} questions)"),
@@ -112,11 +122,9 @@ async fn run() {
         let d = daemon(&mock, &notify).await;
         if busy {
             let rng = ring::rand::SystemRandom::new();
-            let key = ring::agreement::EphemeralPrivateKey::generate(
-                &ring::agreement::ECDH_P256,
-                &rng,
-            )
-            .unwrap();
+            let key =
+                ring::agreement::EphemeralPrivateKey::generate(&ring::agreement::ECDH_P256, &rng)
+                    .unwrap();
             use base64::Engine as _;
             let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
             let p256dh = b64.encode(key.compute_public_key().unwrap().as_ref());
@@ -133,11 +141,19 @@ async fn run() {
         add_agent(&d, "asker").await;
         let stop = tokio_util::sync::CancellationToken::new();
         let asker = {
-            let (http, url, stop) = (d.http.clone(), d.url("/api/agents/asker/tasks"), stop.clone());
+            let (http, url, stop) = (
+                d.http.clone(),
+                d.url("/api/agents/asker/tasks"),
+                stop.clone(),
+            );
             tokio::spawn(async move {
                 let mut i = 0;
                 while !stop.is_cancelled() {
-                    let _ = http.post(&url).json(&json!({"objective": format!("ask {i}")})).send().await;
+                    let _ = http
+                        .post(&url)
+                        .json(&json!({"objective": format!("ask {i}")}))
+                        .send()
+                        .await;
                     i += 1;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
@@ -176,7 +192,11 @@ async fn run() {
     let hook = Receiver::start().await;
     let mock = MockModel::start().await;
     script(&mock);
-    let d = daemon(&mock, &format!("[notify.webhook]\nurl = \"{}\"\n", hook.url("/h"))).await;
+    let d = daemon(
+        &mock,
+        &format!("[notify.webhook]\nurl = \"{}\"\n", hook.url("/h")),
+    )
+    .await;
     add_agent(&d, "a").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = status_kib(d.pid(), "VmRSS").unwrap();
@@ -195,12 +215,21 @@ async fn run() {
     let after = status_kib(d.pid(), "VmRSS").unwrap();
     rows.push((
         format!("{burst} questions in a burst: delivered / distinct / took"),
-        format!("{} / {} / {:.1} s", got_after.len(), ids.len(), took.as_secs_f64()),
+        format!(
+            "{} / {} / {:.1} s",
+            got_after.len(),
+            ids.len(),
+            took.as_secs_f64()
+        ),
         format!("{burst} / {burst} (none dropped, none twice)"),
     ));
     rows.push((
         "daemon RSS before / after the burst".into(),
-        format!("{:.1} / {:.1} MiB", before as f64 / 1024.0, after as f64 / 1024.0),
+        format!(
+            "{:.1} / {:.1} MiB",
+            before as f64 / 1024.0,
+            after as f64 / 1024.0
+        ),
         "flat".into(),
     ));
     assert!(got.len() >= burst);

@@ -27,7 +27,9 @@ impl Devtools {
     pub async fn connect(profile: &Path) -> Devtools {
         let file = profile.join("DevToolsActivePort");
         let text = wait_for(Duration::from_secs(20), "DevToolsActivePort", || async {
-            std::fs::read_to_string(&file).ok().filter(|t| t.lines().count() >= 2)
+            std::fs::read_to_string(&file)
+                .ok()
+                .filter(|t| t.lines().count() >= 2)
         })
         .await;
         let mut lines = text.lines();
@@ -103,7 +105,10 @@ impl Devtools {
                 json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
             )
             .await;
-        assert!(result.get("exceptionDetails").is_none(), "{expression}: {result}");
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
         result["result"]["value"].clone()
     }
 

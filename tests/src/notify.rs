@@ -71,9 +71,7 @@ impl Receiver {
     /// On a given address (a restarted receiver keeps its port).
     pub async fn start_on(addr: &str) -> Receiver {
         let shared = Arc::new(Shared::default());
-        let router = Router::new()
-            .fallback(receive)
-            .with_state(shared.clone());
+        let router = Router::new().fallback(receive).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
@@ -106,10 +104,14 @@ impl Receiver {
 
     /// Waits until at least `n` requests came.
     pub async fn wait_for(&self, n: usize, deadline: Duration) -> Vec<Received> {
-        wait_for(deadline, &format!("{n} requests at the receiver"), || async {
-            let got = self.received();
-            (got.len() >= n).then_some(got)
-        })
+        wait_for(
+            deadline,
+            &format!("{n} requests at the receiver"),
+            || async {
+                let got = self.received();
+                (got.len() >= n).then_some(got)
+            },
+        )
         .await
     }
 }
@@ -191,10 +193,19 @@ impl PushService {
             http: reqwest::Client::new(),
             _child: KillOnDrop(child),
         };
-        wait_for(Duration::from_secs(20), "web-push-testing to listen", || async {
-            let status = service.http.post(service.api("/status")).send().await.ok()?;
-            status.status().is_success().then_some(())
-        })
+        wait_for(
+            Duration::from_secs(20),
+            "web-push-testing to listen",
+            || async {
+                let status = service
+                    .http
+                    .post(service.api("/status"))
+                    .send()
+                    .await
+                    .ok()?;
+                status.status().is_success().then_some(())
+            },
+        )
         .await;
         service
     }
@@ -292,7 +303,9 @@ impl SmtpSink {
         let port = tokio::task::spawn_blocking(move || {
             use std::io::BufRead;
             let mut line = String::new();
-            std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+            std::io::BufReader::new(stdout)
+                .read_line(&mut line)
+                .unwrap();
             line.trim()
                 .strip_prefix("ready ")
                 .unwrap_or_else(|| panic!("smtp_sink.py said {line:?}"))

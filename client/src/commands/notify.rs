@@ -34,11 +34,13 @@ pub async fn run(client: &Client, command: NotifyCommand, json: bool) -> anyhow:
                     println!("{word}  {}: {}", clean(&r.channel), clean(&r.detail));
                 }
             }
-            Ok(if result.results.iter().all(|r| r.ok) && !result.results.is_empty() {
-                0
-            } else {
-                1
-            })
+            Ok(
+                if result.results.iter().all(|r| r.ok) && !result.results.is_empty() {
+                    0
+                } else {
+                    1
+                },
+            )
         }
     }
 }

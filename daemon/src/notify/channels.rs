@@ -161,7 +161,13 @@ impl Channels {
             let actions: Vec<String> = payload
                 .actions
                 .iter()
-                .map(|a| format!("view, {}, {}", header_text(&a.title).replace(',', " "), payload.url))
+                .map(|a| {
+                    format!(
+                        "view, {}, {}",
+                        header_text(&a.title).replace(',', " "),
+                        payload.url
+                    )
+                })
                 .collect();
             request = request.header("Actions", actions.join("; "));
         }
@@ -209,7 +215,13 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
 /// (ntfy also reads RFC 2047, which not every receiver does).
 fn header_text(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '?' })
+        .map(|c| {
+            if c.is_ascii() && !c.is_ascii_control() {
+                c
+            } else {
+                '?'
+            }
+        })
         .collect()
 }
 

@@ -166,5 +166,6 @@ fn http_url(text: &str, what: &str) -> Result<url::Url, String> {
 
 /// The kinds a channel sends: its own list, else the default.
 pub fn kinds(list: Option<&Vec<NotifyKind>>) -> Vec<NotifyKind> {
-    list.cloned().unwrap_or_else(|| NotifyKind::DEFAULT.to_vec())
+    list.cloned()
+        .unwrap_or_else(|| NotifyKind::DEFAULT.to_vec())
 }

@@ -36,13 +36,18 @@ pub fn encrypt(plaintext: &[u8], ua_public: &[u8], auth: &[u8]) -> Result<Vec<u8
     rng.fill(&mut salt).map_err(|_| EceError::Crypto)?;
     let private = agreement::EphemeralPrivateKey::generate(&agreement::ECDH_P256, &rng)
         .map_err(|_| EceError::Crypto)?;
-    let as_public = private
-        .compute_public_key()
-        .map_err(|_| EceError::Crypto)?;
+    let as_public = private.compute_public_key().map_err(|_| EceError::Crypto)?;
     let peer = agreement::UnparsedPublicKey::new(&agreement::ECDH_P256, ua_public);
     let secret = agreement::agree_ephemeral(private, &peer, |secret| secret.to_vec())
         .map_err(|_| EceError::BadPublicKey)?;
-    seal(&secret, auth, ua_public, as_public.as_ref(), &salt, plaintext)
+    seal(
+        &secret,
+        auth,
+        ua_public,
+        as_public.as_ref(),
+        &salt,
+        plaintext,
+    )
 }
 
 fn check(plaintext: &[u8], ua_public: &[u8], auth: &[u8]) -> Result<(), EceError> {

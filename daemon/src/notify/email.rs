@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
+use lazyboy_protocol::NotifyPayload;
 use lettre::message::header::ContentType;
 use lettre::message::{Mailbox, Message};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
-use lazyboy_protocol::NotifyPayload;
 
 use super::config::{EmailSection, EmailTls};
 use super::outbox::Attempt;
@@ -36,7 +36,11 @@ impl Mailer {
         let implicit_tls = match url.scheme() {
             "smtps" => true,
             "smtp" => false,
-            other => return Err(format!("{what}: {other}:// is neither smtp:// nor smtps://")),
+            other => {
+                return Err(format!(
+                    "{what}: {other}:// is neither smtp:// nor smtps://"
+                ));
+            }
         };
         let host = url
             .host_str()
@@ -141,7 +145,11 @@ impl Mailer {
         let mut builder = Message::builder()
             .from(self.from.clone())
             .subject(subject(payload))
-            .message_id(Some(format!("<{}.{}@lazyboy>", payload.id, payload.kind.as_str())))
+            .message_id(Some(format!(
+                "<{}.{}@lazyboy>",
+                payload.id,
+                payload.kind.as_str()
+            )))
             .header(ContentType::TEXT_PLAIN);
         for to in &self.to {
             builder = builder.to(to.clone());
@@ -158,7 +166,11 @@ impl Mailer {
                 retry_after: None,
             },
             Err(_) => Attempt::Retry {
-                error: format!("{} did not answer in {} s", self.target(), timeout.as_secs()),
+                error: format!(
+                    "{} did not answer in {} s",
+                    self.target(),
+                    timeout.as_secs()
+                ),
                 retry_after: None,
             },
         }

@@ -32,8 +32,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lazyboy_protocol::{
-    ChannelResult, ChannelStatus, CheckStatus, DoctorCheck, NotifyKind, NotifyStatus, NotifyTestResult, PushSubscription,
-    SubscribeRequest,
+    ChannelResult, ChannelStatus, CheckStatus, DoctorCheck, NotifyKind, NotifyStatus,
+    NotifyTestResult, PushSubscription, SubscribeRequest,
 };
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -169,7 +169,10 @@ impl Notifier {
 
     /// `POST /api/notify/subscriptions`: checks the endpoint (form, then its addresses) and
     /// the keys, then stores it. Nothing is sent to the endpoint here.
-    pub async fn subscribe(&self, request: &SubscribeRequest) -> Result<PushSubscription, NotifyError> {
+    pub async fn subscribe(
+        &self,
+        request: &SubscribeRequest,
+    ) -> Result<PushSubscription, NotifyError> {
         let url = endpoint::parse(&request.endpoint, &self.channels.allow)?;
         endpoint::addresses(&url, &self.channels.allow, &*self.channels.resolver).await?;
         let decoded = |text: &str, len: usize, what: &'static str| {
@@ -225,7 +228,11 @@ impl Notifier {
     /// `GET /api/notify`: every channel with its last delivery.
     pub async fn status(&self) -> Result<NotifyStatus, NotifyError> {
         let subs = self.store.subscriptions().await?;
-        let stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let stats = self
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let pending = self.pending_by_channel();
         let mut channels = Vec::new();
         let mut add = |channel: String, target: String, kinds: &[NotifyKind]| {
@@ -283,7 +290,9 @@ impl Notifier {
         let id = format!("test-{}", uuid::Uuid::now_v7().simple());
         let payload = payload::test(&self.base_url, id, crate::store::now_ms());
         let sends = names.iter().map(|name| {
-            let sub = subs.iter().find(|s| Some(s.id.as_str()) == name.strip_prefix("web_push:"));
+            let sub = subs
+                .iter()
+                .find(|s| Some(s.id.as_str()) == name.strip_prefix("web_push:"));
             let payload = &payload;
             async move {
                 let attempt = self.channels.send(name, sub, payload).await;
@@ -309,9 +318,9 @@ impl Notifier {
     pub async fn doctor(&self) -> Vec<DoctorCheck> {
         let mut out = Vec::new();
         let secret = |name: &Option<String>, what: &str| match name {
-            Some(name) if crate::secrets::var(name).is_none_or(|v| v.is_empty()) => {
-                Err(format!("{name} ({what}) is not set in the daemon's environment"))
-            }
+            Some(name) if crate::secrets::var(name).is_none_or(|v| v.is_empty()) => Err(format!(
+                "{name} ({what}) is not set in the daemon's environment"
+            )),
             _ => Ok(()),
         };
         if let Some((ntfy, _)) = &self.channels.ntfy {
@@ -319,23 +328,40 @@ impl Notifier {
                 Err(e) => Err(e),
                 Ok(()) => self.reachable(&ntfy.url).await,
             };
-            out.push(doctor_line("notify ntfy", result, "[notify.ntfy] in config.toml"));
+            out.push(doctor_line(
+                "notify ntfy",
+                result,
+                "[notify.ntfy] in config.toml",
+            ));
         }
         if let Some((hook, _)) = &self.channels.webhook {
             let result = match secret(&hook.secret_env, "the webhook's secret_env") {
                 Err(e) => Err(e),
                 Ok(()) => self.reachable(&hook.url).await,
             };
-            out.push(doctor_line("notify webhook", result, "[notify.webhook] in config.toml"));
+            out.push(doctor_line(
+                "notify webhook",
+                result,
+                "[notify.webhook] in config.toml",
+            ));
         }
         if let Some((mailer, _)) = &self.channels.email {
             let result = mailer
                 .check(self.channels.timeout)
                 .await
                 .map(|()| format!("{} answers", mailer.target()));
-            out.push(doctor_line("notify email", result, "[notify.email] in config.toml"));
+            out.push(doctor_line(
+                "notify email",
+                result,
+                "[notify.email] in config.toml",
+            ));
         }
-        let devices = self.store.subscriptions().await.map(|s| s.len()).unwrap_or(0);
+        let devices = self
+            .store
+            .subscriptions()
+            .await
+            .map(|s| s.len())
+            .unwrap_or(0);
         if out.is_empty() && devices == 0 {
             out.push(DoctorCheck {
                 name: "notify".into(),
@@ -351,7 +377,10 @@ impl Notifier {
             out.push(DoctorCheck {
                 name: "notify web push".into(),
                 status: CheckStatus::Ok,
-                detail: format!("{devices} device(s) subscribed; links open {}", self.base_url),
+                detail: format!(
+                    "{devices} device(s) subscribed; links open {}",
+                    self.base_url
+                ),
                 fix: None,
             });
         }

@@ -100,7 +100,9 @@ pub fn classify(status: u16, retry_after: Option<&str>, body: &str) -> Attempt {
         404 | 410 => Attempt::Gone(detail()),
         408 | 429 | 500..=599 => Attempt::Retry {
             error: detail(),
-            retry_after: retry_after.and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs),
+            retry_after: retry_after
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs),
         },
         _ => Attempt::Fatal(detail()),
     }
@@ -272,7 +274,10 @@ mod tests {
         );
         assert_eq!(ledger.owed.len(), 1);
         let ntfy = &ledger.owed[&("n5".to_owned(), "ntfy".to_owned())];
-        assert_eq!((ntfy.failed, ntfy.retry_in_ms, ntfy.due_seq), (2, Some(45_000), 11));
+        assert_eq!(
+            (ntfy.failed, ntfy.retry_in_ms, ntfy.due_seq),
+            (2, Some(45_000), 11)
+        );
         assert!(ledger.seen.contains(&(6, "webhook".to_owned())));
         assert!(!ledger.seen.contains(&(7, "webhook".to_owned())));
     }
@@ -288,17 +293,28 @@ mod tests {
             at_ms: 0,
             data,
         };
-        let question = serde_json::json!({"call_id": "c", "question": "q", "options": [], "takeover": null});
-        assert_eq!(owed(&event("question", question)), Some(NotifyKind::Question));
+        let question =
+            serde_json::json!({"call_id": "c", "question": "q", "options": [], "takeover": null});
+        assert_eq!(
+            owed(&event("question", question)),
+            Some(NotifyKind::Question)
+        );
         let takeover = serde_json::json!({"call_id": "c", "question": "q", "options": [], "takeover": "login"});
-        assert_eq!(owed(&event("question", takeover)), Some(NotifyKind::Takeover));
+        assert_eq!(
+            owed(&event("question", takeover)),
+            Some(NotifyKind::Takeover)
+        );
         let done = serde_json::json!({"verdict": "done", "message": "m"});
         assert_eq!(owed(&event("task_finished", done)), Some(NotifyKind::Ended));
         let cancelled = serde_json::json!({"verdict": "cancelled", "message": "m"});
         assert_eq!(owed(&event("task_finished", cancelled)), None);
         let missed = serde_json::json!({"schedule": "s", "due_at_ms": 1, "reason": "missed: the daemon was down"});
         assert_eq!(owed(&event("schedule_skipped", missed)), None);
-        let failed = serde_json::json!({"schedule": "s", "due_at_ms": 1, "reason": "no agent named \"x\""});
-        assert_eq!(owed(&event("schedule_skipped", failed)), Some(NotifyKind::Schedule));
+        let failed =
+            serde_json::json!({"schedule": "s", "due_at_ms": 1, "reason": "no agent named \"x\""});
+        assert_eq!(
+            owed(&event("schedule_skipped", failed)),
+            Some(NotifyKind::Schedule)
+        );
     }
 }

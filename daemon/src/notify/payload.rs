@@ -84,7 +84,11 @@ pub fn build(kind: NotifyKind, event: &Event, base: &str) -> NotifyPayload {
             reason,
             Vec::new(),
         ),
-        _ => (format!("{agent}: {}", event.kind), String::new(), Vec::new()),
+        _ => (
+            format!("{agent}: {}", event.kind),
+            String::new(),
+            Vec::new(),
+        ),
     };
     let mut payload = NotifyPayload {
         id: id_for(event.seq),
@@ -212,7 +216,10 @@ mod tests {
         assert_eq!(payload.id, "n42");
         assert_eq!(payload.title, "researcher asks");
         assert_eq!(payload.body, "Which db?\n1. SQLite\n2. PostgreSQL\n3. Both");
-        assert_eq!(payload.url, "http://192.168.1.5:8787/?agent=researcher&task=t-1");
+        assert_eq!(
+            payload.url,
+            "http://192.168.1.5:8787/?agent=researcher&task=t-1"
+        );
         let actions: Vec<&str> = payload.actions.iter().map(|a| a.action.as_str()).collect();
         assert_eq!(actions, ["option:1", "option:2"]);
     }

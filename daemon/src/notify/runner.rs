@@ -252,7 +252,12 @@ async fn record(notifier: &Notifier, source: &Event, body: &EventBody) -> Result
             let row = notifier.store.task(task).await?;
             Ok(notifier.store.append_to_task(&row, body).await?.seq)
         }
-        None => Ok(notifier.store.append_to_agent(&source.agent, body).await?.1.seq),
+        None => Ok(notifier
+            .store
+            .append_to_agent(&source.agent, body)
+            .await?
+            .1
+            .seq),
     }
 }
 
@@ -261,7 +266,10 @@ async fn dispatch(notifier: Arc<Notifier>, stop: tokio_util::sync::CancellationT
     loop {
         let now = Instant::now();
         let (ready, next) = {
-            let mut state = notifier.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = notifier
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             let mut ready = Vec::new();
             let mut next: Option<Instant> = None;
             for (key, p) in state.pending.iter_mut() {
@@ -303,7 +311,10 @@ async fn dispatch(notifier: Arc<Notifier>, stop: tokio_util::sync::CancellationT
 async fn attempt(notifier: &Notifier, key: (String, String), mut p: Pending) {
     match try_attempt(notifier, &mut p).await {
         Ok(Some(wait)) => {
-            let mut state = notifier.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = notifier
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if let Some(entry) = state.pending.get_mut(&key) {
                 entry.owed.failed = p.owed.failed;
                 entry.source = p.source;
@@ -312,14 +323,20 @@ async fn attempt(notifier: &Notifier, key: (String, String), mut p: Pending) {
             }
         }
         Ok(None) => {
-            let mut state = notifier.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = notifier
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             state.pending.remove(&key);
         }
         Err(error) => {
             // The store failed: the outcome is not recorded, so the attempt counts as not
             // made and comes again (at least once).
             tracing::warn!(%error, channel = %key.1, "notifier: cannot record an attempt");
-            let mut state = notifier.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = notifier
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if let Some(entry) = state.pending.get_mut(&key) {
                 entry.next_at = Instant::now() + notifier.retry_base;
                 entry.in_flight = false;
@@ -371,11 +388,22 @@ async fn try_attempt(notifier: &Notifier, p: &mut Pending) -> Result<Option<Dura
     }
     let age = crate::store::now_ms().saturating_sub(source.at_ms);
     if u128::try_from(age).unwrap_or(0) > outbox::ttl(owed.kind).as_millis() {
-        record(notifier, &source, &skip("expired: too old to be worth sending")).await?;
+        record(
+            notifier,
+            &source,
+            &skip("expired: too old to be worth sending"),
+        )
+        .await?;
         return Ok(None);
     }
     let sub = match owed.channel.strip_prefix("web_push:") {
-        Some(id) => match notifier.store.subscriptions().await?.into_iter().find(|s| s.id == id) {
+        Some(id) => match notifier
+            .store
+            .subscriptions()
+            .await?
+            .into_iter()
+            .find(|s| s.id == id)
+        {
             Some(sub) => Some(sub),
             None => {
                 record(notifier, &source, &skip("the subscription was removed")).await?;
@@ -385,7 +413,10 @@ async fn try_attempt(notifier: &Notifier, p: &mut Pending) -> Result<Option<Dura
         None => None,
     };
     let payload = payload::build(owed.kind, &source, &notifier.base_url);
-    let outcome = notifier.channels.send(&owed.channel, sub.as_ref(), &payload).await;
+    let outcome = notifier
+        .channels
+        .send(&owed.channel, sub.as_ref(), &payload)
+        .await;
     notifier.count(&owed.channel, &outcome);
     let attempt = owed.failed + 1;
     let failed = |error: String, retry_in_ms: Option<u64>| EventBody::NotificationFailed {
@@ -451,9 +482,8 @@ async fn resolved(notifier: &Notifier, source: &Event) -> Result<bool, StoreErro
     }
     let later = notifier.store.task_history_after(task, source.seq).await?;
     Ok(later.iter().any(|(_, body)| match body {
-        EventBody::ToolResult { call_id: c, .. } | EventBody::ApprovalDecided { call_id: c, .. } => {
-            *c == call_id
-        }
+        EventBody::ToolResult { call_id: c, .. }
+        | EventBody::ApprovalDecided { call_id: c, .. } => *c == call_id,
         _ => false,
     }))
 }

@@ -43,7 +43,9 @@ pub struct Vapid {
 
 impl std::fmt::Debug for Vapid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Vapid").field("public", &self.public).finish()
+        f.debug_struct("Vapid")
+            .field("public", &self.public)
+            .finish()
     }
 }
 
@@ -145,11 +147,13 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert!(!format!("{first:?}").contains(
-            std::fs::read_to_string(dir.path().join(KEY_FILE))
-                .unwrap()
-                .trim()
-        ));
+        assert!(
+            !format!("{first:?}").contains(
+                std::fs::read_to_string(dir.path().join(KEY_FILE))
+                    .unwrap()
+                    .trim()
+            )
+        );
 
         let header = first
             .authorization("https://push.example", "mailto:me@example.com", 1_000)

@@ -38,7 +38,12 @@ pub fn topic(payload: &NotifyPayload) -> String {
 }
 
 impl Pusher<'_> {
-    pub async fn send(&self, sub: &SubscriptionRow, payload: &NotifyPayload, body: &[u8]) -> Attempt {
+    pub async fn send(
+        &self,
+        sub: &SubscriptionRow,
+        payload: &NotifyPayload,
+        body: &[u8],
+    ) -> Attempt {
         let url = match endpoint::parse(&sub.endpoint, self.allow) {
             Ok(url) => url,
             Err(error) => return Attempt::Fatal(error.to_string()),
@@ -73,7 +78,11 @@ impl Pusher<'_> {
             Ok(client) => client,
             Err(error) => return Attempt::Fatal(error),
         };
-        let urgency = if payload.kind.blocks() { "high" } else { "normal" };
+        let urgency = if payload.kind.blocks() {
+            "high"
+        } else {
+            "normal"
+        };
         let response = client
             .post(url)
             .header("TTL", ttl(payload.kind).as_secs().to_string())

@@ -87,7 +87,11 @@ async fn the_page_subscribes_and_the_worker_approves_from_a_notification_with_th
         .await;
     let used = browser.eval("return window.subscribedWith", vec![]).await;
     let used = used.as_str().unwrap().replace('+', "-").replace('/', "_");
-    assert_eq!(used.trim_end_matches('='), key.public_key, "the daemon's VAPID key");
+    assert_eq!(
+        used.trim_end_matches('='),
+        key.public_key,
+        "the daemon's VAPID key"
+    );
     let list: PushSubscriptionList = daemon
         .http
         .get(daemon.url("/api/notify/subscriptions"))
@@ -99,7 +103,13 @@ async fn the_page_subscribes_and_the_worker_approves_from_a_notification_with_th
         .unwrap();
     assert_eq!(list.subscriptions.len(), 1, "{list:?}");
     assert_eq!(list.subscriptions[0].endpoint, sub.json["endpoint"]);
-    assert!(list.subscriptions[0].name.as_deref().unwrap().contains("Chrome"));
+    assert!(
+        list.subscriptions[0]
+            .name
+            .as_deref()
+            .unwrap()
+            .contains("Chrome")
+    );
 
     // An approval: the daemon pushes it; the push service decrypts it.
     let response = daemon
@@ -110,7 +120,11 @@ async fn the_page_subscribes_and_the_worker_approves_from_a_notification_with_th
         .await
         .unwrap();
     assert_eq!(response.status(), 201);
-    mock.push(Reply::tool_call("c1", "exec_command", json!({"cmd": "echo shipped"})));
+    mock.push(Reply::tool_call(
+        "c1",
+        "exec_command",
+        json!({"cmd": "echo shipped"}),
+    ));
     mock.push(Reply::text("Shipped."));
     let task = create_task(&daemon, "careful", "ship it", None).await;
     let payload = push.wait_messages(&sub, 1).await.remove(0);
@@ -121,7 +135,9 @@ async fn the_page_subscribes_and_the_worker_approves_from_a_notification_with_th
     browser.goto("about:blank").await;
     let mut devtools = browser.devtools().await;
     let page = devtools.attach("page", "about:blank").await;
-    devtools.send(Some(&page), "ServiceWorker.enable", json!({})).await;
+    devtools
+        .send(Some(&page), "ServiceWorker.enable", json!({}))
+        .await;
     let registration = devtools
         .wait_event(|e| {
             if e["method"] != "ServiceWorker.workerRegistrationUpdated" {
@@ -135,7 +151,9 @@ async fn the_page_subscribes_and_the_worker_approves_from_a_notification_with_th
         })
         .await;
     let worker = devtools.attach("service_worker", "/sw.js").await;
-    devtools.send(Some(&worker), "Runtime.enable", json!({})).await;
+    devtools
+        .send(Some(&worker), "Runtime.enable", json!({}))
+        .await;
     devtools
         .send(
             Some(&page),

@@ -58,13 +58,17 @@ async fn a_refusing_server_is_retried_then_given_up() {
         json!({"question": "Anyone?"}),
     ));
     create_task(&daemon, "a", "ask", None).await;
-    let events = wait_for(Duration::from_secs(60), "the delivery to be given up", || async {
-        let events = outbox(&daemon).await;
-        events
-            .iter()
-            .any(|e| e.kind == "notification_failed" && e.data.get("retry_in_ms").is_none())
-            .then_some(events)
-    })
+    let events = wait_for(
+        Duration::from_secs(60),
+        "the delivery to be given up",
+        || async {
+            let events = outbox(&daemon).await;
+            events
+                .iter()
+                .any(|e| e.kind == "notification_failed" && e.data.get("retry_in_ms").is_none())
+                .then_some(events)
+        },
+    )
     .await;
     let failed: Vec<_> = events
         .iter()
@@ -74,7 +78,10 @@ async fn a_refusing_server_is_retried_then_given_up() {
     for (n, event) in failed.iter().enumerate() {
         assert_eq!(event.data["attempt"], n + 1);
         assert_eq!(event.data["channel"], "email");
-        assert!(event.data["error"].as_str().unwrap().contains("451"), "{event:?}");
+        assert!(
+            event.data["error"].as_str().unwrap().contains("451"),
+            "{event:?}"
+        );
     }
     assert!(sink.messages().is_empty());
     assert!(!events.iter().any(|e| e.kind == "notification_sent"));

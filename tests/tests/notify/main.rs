@@ -32,27 +32,35 @@ pub async fn outbox(daemon: &TestDaemon) -> Vec<Event> {
 
 /// Waits until the outbox holds an event of `kind` (and returns them all).
 pub async fn wait_outbox(daemon: &TestDaemon, kind: &str, n: usize) -> Vec<Event> {
-    wait_for(Duration::from_secs(30), &format!("{n} {kind} events"), || async {
-        let events = outbox(daemon).await;
-        (events.iter().filter(|e| e.kind == kind).count() >= n).then_some(events)
-    })
+    wait_for(
+        Duration::from_secs(30),
+        &format!("{n} {kind} events"),
+        || async {
+            let events = outbox(daemon).await;
+            (events.iter().filter(|e| e.kind == kind).count() >= n).then_some(events)
+        },
+    )
     .await
 }
 
 /// Waits until the task waits for the person.
 pub async fn wait_waiting(daemon: &TestDaemon, task: &str) {
-    wait_for(Duration::from_secs(30), "the task to wait for the person", || async {
-        let t: Task = daemon
-            .http
-            .get(daemon.url(&format!("/api/tasks/{task}")))
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        (t.state == TaskState::WaitingForHuman).then_some(())
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "the task to wait for the person",
+        || async {
+            let t: Task = daemon
+                .http
+                .get(daemon.url(&format!("/api/tasks/{task}")))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            (t.state == TaskState::WaitingForHuman).then_some(())
+        },
+    )
     .await;
 }
 

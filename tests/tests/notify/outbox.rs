@@ -24,7 +24,11 @@ fn webhook(url: &str, base_ms: u64) -> String {
 }
 
 fn ask(mock: &MockModel, id: &str, question: &str) {
-    mock.push(Reply::tool_call(id, "request_user_input", json!({"question": question})));
+    mock.push(Reply::tool_call(
+        id,
+        "request_user_input",
+        json!({"question": question}),
+    ));
 }
 
 fn hmac_hex(body: &[u8]) -> String {
@@ -40,7 +44,11 @@ async fn start(mock: &MockModel, notify: &str) -> TestDaemon {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_failing_three_times_is_retried_then_delivered_once_signed() {
     let hook = Receiver::start().await;
-    hook.script(&[Answer::Status(500), Answer::Status(503), Answer::Status(500)]);
+    hook.script(&[
+        Answer::Status(500),
+        Answer::Status(503),
+        Answer::Status(500),
+    ]);
     let mock = MockModel::start().await;
     let daemon = start(&mock, &webhook(&hook.url("/hook"), 50)).await;
     add_agent(&daemon, "a").await;
@@ -52,7 +60,10 @@ async fn a_webhook_failing_three_times_is_retried_then_delivered_once_signed() {
         .iter()
         .map(|r| r.header("x-lazyboy-delivery").unwrap())
         .collect();
-    assert!(ids.iter().all(|id| *id == ids[0]), "one id across retries: {ids:?}");
+    assert!(
+        ids.iter().all(|id| *id == ids[0]),
+        "one id across retries: {ids:?}"
+    );
     for request in &got {
         let signature = request.header("x-lazyboy-signature").unwrap();
         assert_eq!(signature, format!("sha256={}", hmac_hex(&request.body)));
@@ -61,25 +72,40 @@ async fn a_webhook_failing_three_times_is_retried_then_delivered_once_signed() {
         assert_eq!(payload["kind"], "question");
         assert_eq!(payload["task"], task.as_str());
         assert!(payload["ts"].as_i64().unwrap() > 0);
-        assert!(payload["body"].as_str().unwrap().contains("Deploy to production?"));
+        assert!(
+            payload["body"]
+                .as_str()
+                .unwrap()
+                .contains("Deploy to production?")
+        );
     }
     // Delivered once: nothing comes after the 201.
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(hook.received().len(), 4);
     let events = outbox(&daemon).await;
-    let failed: Vec<_> = events.iter().filter(|e| e.kind == "notification_failed").collect();
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "notification_failed")
+        .collect();
     assert_eq!(failed.len(), 3, "{events:#?}");
     let waits: Vec<i64> = failed
         .iter()
         .map(|e| e.data["retry_in_ms"].as_i64().unwrap())
         .collect();
     assert_eq!(waits, [50, 150, 450], "backoff triples");
-    let sent: Vec<_> = events.iter().filter(|e| e.kind == "notification_sent").collect();
+    let sent: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "notification_sent")
+        .collect();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].data["attempt"], 4);
     assert_eq!(sent[0].task.as_deref(), Some(task.as_str()));
     // The outbox never holds the payload.
-    assert!(!events.iter().any(|e| e.data.to_string().contains("Deploy to production")));
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.data.to_string().contains("Deploy to production"))
+    );
     daemon.stop();
 }
 
@@ -89,13 +115,20 @@ fn browser_keys() -> (String, String) {
     let key =
         ring::agreement::EphemeralPrivateKey::generate(&ring::agreement::ECDH_P256, &rng).unwrap();
     let public = key.compute_public_key().unwrap();
-    (URL_SAFE_NO_PAD.encode(public.as_ref()), URL_SAFE_NO_PAD.encode([7u8; 16]))
+    (
+        URL_SAFE_NO_PAD.encode(public.as_ref()),
+        URL_SAFE_NO_PAD.encode([7u8; 16]),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_service_answering_500_three_times_then_201_gets_it_once() {
     let service = Receiver::start().await;
-    service.script(&[Answer::Status(500), Answer::Status(500), Answer::Status(500)]);
+    service.script(&[
+        Answer::Status(500),
+        Answer::Status(500),
+        Answer::Status(500),
+    ]);
     let mock = MockModel::start().await;
     let notify = format!(
         "[notify]\nretry_base_ms = 50\nallow_hosts = [\"127.0.0.1:{}\"]\n",
@@ -117,14 +150,26 @@ async fn a_push_service_answering_500_three_times_then_201_gets_it_once() {
     let got = service.wait_for(4, Duration::from_secs(30)).await;
     wait_outbox(&daemon, "notification_sent", 1).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(service.received().len(), 4, "delivered once, after three 500s");
+    assert_eq!(
+        service.received().len(),
+        4,
+        "delivered once, after three 500s"
+    );
     for request in &got {
         assert_eq!(request.header("content-encoding"), Some("aes128gcm"));
         assert_eq!(request.header("urgency"), Some("high"));
         assert_eq!(request.header("ttl"), Some("86400"));
-        assert!(request.header("authorization").unwrap().starts_with("vapid t="));
+        assert!(
+            request
+                .header("authorization")
+                .unwrap()
+                .starts_with("vapid t=")
+        );
         assert!(request.header("topic").is_some_and(|t| t.len() <= 32));
-        assert!(!String::from_utf8_lossy(&request.body).contains("Ready?"), "encrypted");
+        assert!(
+            !String::from_utf8_lossy(&request.body).contains("Ready?"),
+            "encrypted"
+        );
     }
     daemon.stop();
 }
@@ -144,7 +189,12 @@ async fn killed_before_the_send_it_is_sent_once_after_the_restart() {
     let hook = Receiver::start_on(&format!("127.0.0.1:{port}")).await;
     daemon.restart().await;
     let got = hook.wait_for(1, Duration::from_secs(30)).await;
-    assert!(got[0].json()["body"].as_str().unwrap().contains("Before the crash?"));
+    assert!(
+        got[0].json()["body"]
+            .as_str()
+            .unwrap()
+            .contains("Before the crash?")
+    );
     wait_outbox(&daemon, "notification_sent", 1).await;
     // A second question after the restart is a barrier: once it arrived, the first was not
     // sent again in between.
@@ -158,8 +208,19 @@ async fn killed_before_the_send_it_is_sent_once_after_the_restart() {
         .map(|r| r.json()["body"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(bodies.len(), 2, "{bodies:?}");
-    assert_eq!(bodies.iter().filter(|b| b.contains("Before the crash?")).count(), 1);
-    assert!(got[1].json()["body"].as_str().unwrap().contains("After the crash?"));
+    assert_eq!(
+        bodies
+            .iter()
+            .filter(|b| b.contains("Before the crash?"))
+            .count(),
+        1
+    );
+    assert!(
+        got[1].json()["body"]
+            .as_str()
+            .unwrap()
+            .contains("After the crash?")
+    );
     daemon.stop();
 }
 
@@ -194,8 +255,10 @@ async fn killed_during_an_attempt_it_is_sent_again_with_the_same_delivery_id() {
     let hook = Receiver::start().await;
     hook.script(&[Answer::Hang]);
     let mock = MockModel::start().await;
-    let notify = webhook(&hook.url("/hook"), 50)
-        .replace("retry_base_ms = 50\n", "retry_base_ms = 50\ntimeout_secs = 60\n");
+    let notify = webhook(&hook.url("/hook"), 50).replace(
+        "retry_base_ms = 50\n",
+        "retry_base_ms = 50\ntimeout_secs = 60\n",
+    );
     let mut daemon = start(&mock, &notify).await;
     add_agent(&daemon, "a").await;
     ask(&mock, "q1", "Did it arrive?");
@@ -230,9 +293,17 @@ async fn a_question_answered_before_its_notification_went_out_is_not_sent() {
     wait_task_finished(&daemon, &task).await;
     let hook = Receiver::start_on(&format!("127.0.0.1:{port}")).await;
     let events = wait_outbox(&daemon, "notification_skipped", 1).await;
-    let skipped = events.iter().find(|e| e.kind == "notification_skipped").unwrap();
+    let skipped = events
+        .iter()
+        .find(|e| e.kind == "notification_skipped")
+        .unwrap();
     assert_eq!(skipped.data["kind"], "question");
-    assert!(skipped.data["reason"].as_str().unwrap().contains("answered"));
+    assert!(
+        skipped.data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("answered")
+    );
     // The task's end is its own notification; the question never went out.
     let got = hook.wait_for(1, Duration::from_secs(30)).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -276,10 +347,18 @@ async fn a_hung_receiver_costs_the_task_nothing() {
     // and ended (the timing figure itself is in the notify bench).
     assert!(took < Duration::from_secs(15), "the task took {took:?}");
     let events = outbox(&daemon).await;
-    assert!(!events.iter().any(|e| e.kind == "notification_sent"), "{events:#?}");
+    assert!(
+        !events.iter().any(|e| e.kind == "notification_sent"),
+        "{events:#?}"
+    );
     // The API answers while both sends hang.
     let started = Instant::now();
-    let response = daemon.http.get(daemon.url("/api/notify")).send().await.unwrap();
+    let response = daemon
+        .http
+        .get(daemon.url("/api/notify"))
+        .send()
+        .await
+        .unwrap();
     assert!(response.status().is_success());
     assert!(started.elapsed() < Duration::from_secs(2));
     daemon.stop();

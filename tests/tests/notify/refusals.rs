@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::notify::Receiver;
-use lazyboy_tests::{TestDaemon, add_agent, create_task, output_of, task_events, wait_task_finished};
+use lazyboy_tests::{
+    TestDaemon, add_agent, create_task, output_of, task_events, wait_task_finished,
+};
 use serde_json::json;
 
 use super::config;
@@ -24,12 +26,20 @@ async fn endpoints_that_are_not_public_https_are_refused_and_never_contacted() {
     let port = target.addr.port();
     let mock = MockModel::start().await;
     // Another loopback port is allowed, not the target's.
-    let daemon =
-        TestDaemon::start_with(&config(&mock, "[notify]\nallow_hosts = [\"127.0.0.1:1\"]\n"), &[])
-            .await;
+    let daemon = TestDaemon::start_with(
+        &config(&mock, "[notify]\nallow_hosts = [\"127.0.0.1:1\"]\n"),
+        &[],
+    )
+    .await;
     for (endpoint, says) in [
-        ("http://169.254.169.254/latest/meta-data/".to_owned(), "https"),
-        ("https://169.254.169.254/latest/meta-data/".to_owned(), "link-local"),
+        (
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+            "https",
+        ),
+        (
+            "https://169.254.169.254/latest/meta-data/".to_owned(),
+            "link-local",
+        ),
         (format!("http://127.0.0.1:{port}/push"), "https"),
         (format!("https://127.0.0.1:{port}/push"), "loopback"),
         (format!("https://localhost:{port}/push"), "loopback"),
@@ -37,7 +47,10 @@ async fn endpoints_that_are_not_public_https_are_refused_and_never_contacted() {
         ("file:///etc/passwd".to_owned(), "https"),
         ("not a url at all".to_owned(), "not a URL"),
         (format!("https://user:pw@127.0.0.1:{port}/"), "password"),
-        (daemon.url("/api/state").replace("http:", "https:"), "own listener"),
+        (
+            daemon.url("/api/state").replace("http:", "https:"),
+            "own listener",
+        ),
     ] {
         let response = daemon
             .http
@@ -72,7 +85,11 @@ async fn endpoints_that_are_not_public_https_are_refused_and_never_contacted() {
         .unwrap();
     assert_eq!(list["subscriptions"], json!([]));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(target.received().is_empty(), "contacted: {:?}", target.received());
+    assert!(
+        target.received().is_empty(),
+        "contacted: {:?}",
+        target.received()
+    );
     daemon.stop();
 }
 
@@ -111,7 +128,11 @@ async fn an_agents_command_cannot_subscribe_or_read_the_key() {
          {url}; echo; cat {}/vapid_key 2>&1 | head -c 80",
         daemon.home().display()
     );
-    mock.push(Reply::tool_call("c1", "exec_command", json!({ "cmd": cmd })));
+    mock.push(Reply::tool_call(
+        "c1",
+        "exec_command",
+        json!({ "cmd": cmd }),
+    ));
     mock.push(Reply::text("done"));
     let task = create_task(&daemon, "a", "try", None).await;
     wait_task_finished(&daemon, &task).await;
@@ -132,17 +153,26 @@ async fn the_vapid_private_key_is_nowhere_but_its_file() {
     let key = key.trim().to_owned();
     assert!(key.len() > 100, "a PKCS#8 document: {key}");
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(home.join("vapid_key")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(home.join("vapid_key"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     // Its forms: as stored, and the standard base64 of the same bytes.
     use base64::Engine as _;
-    let der = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&key).unwrap();
+    let der = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(&key)
+        .unwrap();
     let standard = base64::engine::general_purpose::STANDARD.encode(&der);
     let forms = [key.clone(), standard.trim_end_matches('=').to_owned()];
 
     // An agent's command prints its whole environment.
     add_agent(&daemon, "a").await;
-    mock.push(Reply::tool_call("c1", "exec_command", json!({"cmd": "env"})));
+    mock.push(Reply::tool_call(
+        "c1",
+        "exec_command",
+        json!({"cmd": "env"}),
+    ));
     mock.push(Reply::text("done"));
     let task = create_task(&daemon, "a", "env", None).await;
     wait_task_finished(&daemon, &task).await;
@@ -207,7 +237,10 @@ async fn the_vapid_private_key_is_nowhere_but_its_file() {
     assert!(places.iter().any(|(p, _)| p.contains("/logs/")));
     for (place, text) in &places {
         for form in &forms {
-            assert!(!text.contains(form.as_str()), "the VAPID private key is in {place}");
+            assert!(
+                !text.contains(form.as_str()),
+                "the VAPID private key is in {place}"
+            );
         }
     }
 }

@@ -19,7 +19,12 @@ async fn subscribe(daemon: &TestDaemon, push: &PushService) -> (PushSub, PushSub
         .json()
         .await
         .unwrap();
-    assert_eq!(key.public_key.len(), 87, "65 bytes, base64url: {}", key.public_key);
+    assert_eq!(
+        key.public_key.len(),
+        87,
+        "65 bytes, base64url: {}",
+        key.public_key
+    );
     let sub = push.subscribe(&key.public_key).await;
     let mut body = sub.json.clone();
     body["name"] = json!("Pixel");
@@ -63,7 +68,12 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
     assert_eq!(question["agent"], "researcher");
     assert_eq!(question["task"], task.as_str());
     assert!(question["title"].as_str().unwrap().contains("researcher"));
-    assert!(question["body"].as_str().unwrap().contains("Which database?"));
+    assert!(
+        question["body"]
+            .as_str()
+            .unwrap()
+            .contains("Which database?")
+    );
     assert!(question["body"].as_str().unwrap().contains("2. PostgreSQL"));
     let url = question["url"].as_str().unwrap();
     assert!(url.starts_with(&daemon.url("/")), "{url}");
@@ -76,8 +86,18 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
     wait_task_finished(&daemon, &task).await;
     let got = push.wait_messages(&sub, 2).await;
     assert_eq!(got[1]["kind"], "ended", "{}", got[1]);
-    assert!(got[1]["title"].as_str().unwrap().starts_with("researcher: task"));
-    assert!(got[1]["body"].as_str().unwrap().contains("Going with SQLite."));
+    assert!(
+        got[1]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("researcher: task")
+    );
+    assert!(
+        got[1]["body"]
+            .as_str()
+            .unwrap()
+            .contains("Going with SQLite.")
+    );
 
     // An approval, with its two actions.
     let response = daemon
@@ -88,14 +108,21 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
         .await
         .unwrap();
     assert_eq!(response.status(), 201);
-    mock.push(Reply::tool_call("c1", "exec_command", json!({"cmd": "echo deployed"})));
+    mock.push(Reply::tool_call(
+        "c1",
+        "exec_command",
+        json!({"cmd": "echo deployed"}),
+    ));
     mock.push(Reply::text("Deployed."));
     let careful = create_task(&daemon, "careful", "deploy", None).await;
     let got = push.wait_messages(&sub, 3).await;
     let approval = &got[2];
     assert_eq!(approval["kind"], "approval", "{approval}");
     assert_eq!(approval["agent"], "careful");
-    assert!(approval["body"].as_str().unwrap().contains("echo deployed"), "{approval}");
+    assert!(
+        approval["body"].as_str().unwrap().contains("echo deployed"),
+        "{approval}"
+    );
     let actions: Vec<&str> = approval["actions"]
         .as_array()
         .unwrap()
@@ -118,9 +145,15 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
 
     // Each was sent once, on the first attempt.
     let events = outbox(&daemon).await;
-    let sent = events.iter().filter(|e| e.kind == "notification_sent").count();
+    let sent = events
+        .iter()
+        .filter(|e| e.kind == "notification_sent")
+        .count();
     assert_eq!(sent, 4, "{events:#?}");
-    assert!(events.iter().all(|e| e.kind != "notification_failed"), "{events:#?}");
+    assert!(
+        events.iter().all(|e| e.kind != "notification_failed"),
+        "{events:#?}"
+    );
     daemon.stop();
 }
 
@@ -144,7 +177,10 @@ async fn a_push_service_answering_410_removes_the_subscription() {
         .find(|e| e.kind == "notify_subscription_gone")
         .unwrap();
     assert_eq!(gone.data["subscription"], stored.id.as_str());
-    assert!(gone.data["reason"].as_str().unwrap().contains("410"), "{gone:?}");
+    assert!(
+        gone.data["reason"].as_str().unwrap().contains("410"),
+        "{gone:?}"
+    );
     let list: PushSubscriptionList = daemon
         .http
         .get(daemon.url("/api/notify/subscriptions"))
@@ -176,13 +212,17 @@ async fn a_removed_subscription_is_listed_no_more() {
     assert_eq!(response.status(), 204);
     let response = daemon.http.delete(daemon.url(&path)).send().await.unwrap();
     assert_eq!(response.status(), 404);
-    wait_for(std::time::Duration::from_secs(10), "the removal event", || async {
-        outbox(&daemon)
-            .await
-            .iter()
-            .any(|e| e.kind == "notify_subscription_gone")
-            .then_some(())
-    })
+    wait_for(
+        std::time::Duration::from_secs(10),
+        "the removal event",
+        || async {
+            outbox(&daemon)
+                .await
+                .iter()
+                .any(|e| e.kind == "notify_subscription_gone")
+                .then_some(())
+        },
+    )
     .await;
     daemon.stop();
 }

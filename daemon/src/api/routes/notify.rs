@@ -17,9 +17,11 @@ use crate::notify::NotifyError;
 impl From<NotifyError> for ApiError {
     fn from(error: NotifyError) -> ApiError {
         match error {
-            NotifyError::Endpoint(_) | NotifyError::BadKey(_) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "bad_subscription", error.to_string())
-            }
+            NotifyError::Endpoint(_) | NotifyError::BadKey(_) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_subscription",
+                error.to_string(),
+            ),
             NotifyError::NoChannel(_) => ApiError::not_found(error.to_string()),
             NotifyError::Store(error) => error.into(),
             NotifyError::Config(_) | NotifyError::Vapid(_) => {
