@@ -178,4 +178,8 @@ pub struct NotifyStatus {
     pub subscriptions: Vec<PushSubscription>,
     /// The dashboard URL notifications link to.
     pub public_url: String,
+    /// The notifier's saved place in the log: every event up to here has its notifications
+    /// recorded (0 while another daemon on the database sends).
+    #[serde(default)]
+    pub scanned_seq: i64,
 }

@@ -96,6 +96,8 @@ pub struct Notifier {
     follows: Mutex<HashMap<String, Follow>>,
     wake: Notify,
     in_flight: Arc<Semaphore>,
+    /// `scanned_seq` as last saved (what `GET /api/notify` shows).
+    saved_scan: std::sync::atomic::AtomicI64,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 }
@@ -128,6 +130,7 @@ impl Notifier {
             follows: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            saved_scan: std::sync::atomic::AtomicI64::new(0),
             shutdown,
             tracker: TaskTracker::new(),
         });

@@ -60,6 +60,7 @@ impl Notifier {
             channels,
             subscriptions: subs.iter().map(|s| s.to_api()).collect(),
             public_url: self.base_url.clone(),
+            scanned_seq: self.saved_scan.load(std::sync::atomic::Ordering::Relaxed),
         })
     }
 

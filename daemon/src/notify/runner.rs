@@ -174,6 +174,7 @@ async fn scan(
                     tracing::warn!("notifier: another daemon took over sending");
                     return Err(StoreError::NotOwner("notifications".into()));
                 }
+                notifier.saved_scan.store(now.scanned_seq, std::sync::atomic::Ordering::Relaxed);
                 continue;
             }
         };

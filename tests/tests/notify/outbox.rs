@@ -31,6 +31,23 @@ fn ask(mock: &MockModel, id: &str, question: &str) {
     ));
 }
 
+/// Waits until the notifier saved its cursor past `seq`.
+async fn scanned_past(daemon: &TestDaemon, seq: i64) {
+    lazyboy_tests::wait_for(Duration::from_secs(20), "the notifier's cursor", || async {
+        let status: lazyboy_protocol::NotifyStatus = daemon
+            .http
+            .get(daemon.url("/api/notify"))
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        (status.scanned_seq >= seq).then_some(())
+    })
+    .await;
+}
+
 fn hmac_hex(body: &[u8]) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, SECRET.as_bytes());
     let tag = ring::hmac::sign(&key, body);
@@ -180,11 +197,22 @@ async fn killed_before_the_send_it_is_sent_once_after_the_restart() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/hook");
     let mock = MockModel::start().await;
-    let mut daemon = start(&mock, &webhook(&url, 100)).await;
+    // Retries far enough apart that the delivery is still owed when the daemon dies.
+    let mut daemon = start(&mock, &webhook(&url, 2000)).await;
     add_agent(&daemon, "a").await;
     ask(&mock, "q1", "Before the crash?");
     create_task(&daemon, "a", "ask", None).await;
-    wait_outbox(&daemon, "notification_failed", 1).await;
+    let events = wait_outbox(&daemon, "notification_failed", 1).await;
+    // Killed once the notifier's saved cursor is past the question: only the outbox (the
+    // due without an outcome), not a rescan of the log, can bring it back.
+    let source = events
+        .iter()
+        .find(|e| e.kind == "notification_due")
+        .unwrap()
+        .data["source"]
+        .as_i64()
+        .unwrap();
+    scanned_past(&daemon, source).await;
     daemon.kill9();
     let hook = Receiver::start_on(&format!("127.0.0.1:{port}")).await;
     daemon.restart().await;
