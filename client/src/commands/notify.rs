@@ -121,6 +121,7 @@ mod tests {
             ],
             subscriptions: Vec::new(),
             public_url: "http://127.0.0.1:8787/".into(),
+            scanned_seq: 0,
         };
         let text = status_text(&status, 15_000);
         let lines: Vec<&str> = text.lines().collect();
