@@ -43,8 +43,16 @@ async fn the_run_prompt_shows_every_line_and_every_hidden_character() {
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
     let ws = tempfile::tempdir().unwrap();
     careful(&daemon, ws.path()).await;
-    mock.push(Reply::tool_call("a", "exec_command", json!({"cmd": HIDDEN})));
-    mock.push(Reply::tool_call("m", "send_message", json!({"text": "ran"})));
+    mock.push(Reply::tool_call(
+        "a",
+        "exec_command",
+        json!({"cmd": HIDDEN}),
+    ));
+    mock.push(Reply::tool_call(
+        "m",
+        "send_message",
+        json!({"text": "ran"}),
+    ));
     mock.push(Reply::text("ran"));
     let out_path = daemon.home().join("run.out");
     let mut run = KillOnDrop(
@@ -61,7 +69,11 @@ async fn the_run_prompt_shows_every_line_and_every_hidden_character() {
     );
     let mut stdin = run.0.stdin.take().unwrap();
     wait_for(Duration::from_secs(20), "run to show the approval", || {
-        std::future::ready(read(&out_path).contains("3. Approve the same").then_some(()))
+        std::future::ready(
+            read(&out_path)
+                .contains("3. Approve the same")
+                .then_some(()),
+        )
     })
     .await;
     let shown = read(&out_path);
@@ -70,15 +82,24 @@ async fn the_run_prompt_shows_every_line_and_every_hidden_character() {
          fine\n",
         "x".repeat(104)
     );
-    assert!(shown.contains("? Approve exec_command (command)?\n"), "{shown}");
+    assert!(
+        shown.contains("? Approve exec_command (command)?\n"),
+        "{shown}"
+    );
     assert!(shown.contains("  command (2 lines):\n"), "{shown}");
-    assert!(shown.contains(&first), "the whole first line, visibly:\n{shown}");
+    assert!(
+        shown.contains(&first),
+        "the whole first line, visibly:\n{shown}"
+    );
     assert!(
         shown.contains("    2 │ touch second-line-ran\n"),
         "the hidden second line:\n{shown}"
     );
     for raw in ['\u{1b}', '\u{202e}', '\u{202c}', '\r'] {
-        assert!(!shown.contains(raw), "{raw:?} reached the terminal:\n{shown:?}");
+        assert!(
+            !shown.contains(raw),
+            "{raw:?} reached the terminal:\n{shown:?}"
+        );
     }
     assert!(!ws.path().join("second-line-ran").exists());
     // The person approves what they saw: both lines run.
@@ -99,16 +120,26 @@ async fn a_long_command_says_what_is_hidden_and_approve_show_prints_it_all() {
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
     let ws = tempfile::tempdir().unwrap();
     careful(&daemon, ws.path()).await;
-    let long: String = (1..=100).map(|i| format!("echo {i} >> out.txt\n")).collect();
+    let long: String = (1..=100)
+        .map(|i| format!("echo {i} >> out.txt\n"))
+        .collect();
     mock.push(Reply::tool_call("a", "exec_command", json!({"cmd": long})));
-    mock.push(Reply::tool_call("m", "send_message", json!({"text": "denied"})));
+    mock.push(Reply::tool_call(
+        "m",
+        "send_message",
+        json!({"text": "denied"}),
+    ));
     mock.push(Reply::text("denied"));
     let task = create_task(&daemon, "careful", "count to 100", Some(ws.path())).await;
     wait_for(Duration::from_secs(30), "the approval", || {
         let client = daemon.client();
         async move {
             let state: DashboardState = client.get("/api/state").await.ok()?;
-            state.questions.iter().any(|q| q.approval.is_some()).then_some(())
+            state
+                .questions
+                .iter()
+                .any(|q| q.approval.is_some())
+                .then_some(())
         }
     })
     .await;
@@ -122,15 +153,25 @@ async fn a_long_command_says_what_is_hidden_and_approve_show_prints_it_all() {
             .spawn()
             .unwrap(),
     );
-    wait_for(Duration::from_secs(20), "follow to show the approval", || {
-        std::future::ready(read(&out_path).contains("3. Approve the same").then_some(()))
-    })
+    wait_for(
+        Duration::from_secs(20),
+        "follow to show the approval",
+        || {
+            std::future::ready(
+                read(&out_path)
+                    .contains("3. Approve the same")
+                    .then_some(()),
+            )
+        },
+    )
     .await;
     let shown = read(&out_path);
     assert!(shown.contains("  command (100 lines):\n"), "{shown}");
     assert!(shown.contains("     40 │ echo 40 >> out.txt\n"), "{shown}");
     assert!(!shown.contains("echo 41 >>"), "{shown}");
-    let hidden: usize = (41..=100).map(|i| format!("echo {i} >> out.txt").len()).sum();
+    let hidden: usize = (41..=100)
+        .map(|i| format!("echo {i} >> out.txt").len())
+        .sum();
     assert!(
         shown.contains(&format!(
             "    … {hidden} more characters (60 more lines) not shown: `lazyboy approve --show \
@@ -145,7 +186,11 @@ async fn a_long_command_says_what_is_hidden_and_approve_show_prints_it_all() {
         command
     })
     .await;
-    assert!(all.status.success(), "{}", String::from_utf8_lossy(&all.stderr));
+    assert!(
+        all.status.success(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
     let all = String::from_utf8_lossy(&all.stdout).into_owned();
     for i in 1..=100 {
         assert!(
@@ -182,7 +227,10 @@ async fn a_long_command_says_what_is_hidden_and_approve_show_prints_it_all() {
     })
     .await;
     assert!(status.success(), "{}", read(&out_path));
-    assert!(!ws.path().join("out.txt").exists(), "the denied command never ran");
+    assert!(
+        !ws.path().join("out.txt").exists(),
+        "the denied command never ran"
+    );
     mock.assert_clean();
     daemon.stop();
 }

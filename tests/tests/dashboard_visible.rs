@@ -69,10 +69,20 @@ async fn an_approval_card_shows_every_line_and_every_hidden_character() {
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
-    let long: String = (1..=100).map(|i| format!("echo {i} >> out.txt\n")).collect();
-    mock.push(Reply::tool_call("a", "exec_command", json!({"cmd": HIDDEN})));
+    let long: String = (1..=100)
+        .map(|i| format!("echo {i} >> out.txt\n"))
+        .collect();
+    mock.push(Reply::tool_call(
+        "a",
+        "exec_command",
+        json!({"cmd": HIDDEN}),
+    ));
     mock.push(Reply::tool_call("b", "exec_command", json!({"cmd": long})));
-    mock.push(Reply::tool_call("m", "send_message", json!({"text": "one ran"})));
+    mock.push(Reply::tool_call(
+        "m",
+        "send_message",
+        json!({"text": "one ran"}),
+    ));
     mock.push(Reply::text("one ran"));
 
     browser.set_viewport(SIZES[1]).await;
@@ -118,25 +128,36 @@ async fn an_approval_card_shows_every_line_and_every_hidden_character() {
 
     // The second call: 20 of its 100 lines, and a button that says what it hides.
     waiting(&daemon, 100).await;
-    assert!(ws.path().join("second-line-ran").exists(), "what was shown ran");
-    let hidden: usize = (21..=100).map(|i| format!("echo {i} >> out.txt").len()).sum();
+    assert!(
+        ws.path().join("second-line-ran").exists(),
+        "what was shown ran"
+    );
+    let hidden: usize = (21..=100)
+        .map(|i| format!("echo {i} >> out.txt").len())
+        .sum();
     let button = format!("Show all 100 lines ({hidden} characters, 80 more lines hidden)");
     let script = block_script("[role=log]");
     let block = browser
         .wait_js(
             "the long command's block",
-            &format!("const b = (() => {{ {script} }})(); return b?.lines.length === 20 ? b : null"),
+            &format!(
+                "const b = (() => {{ {script} }})(); return b?.lines.length === 20 ? b : null"
+            ),
         )
         .await;
     assert_eq!(block["button"], json!(button), "{block}");
     assert_eq!(block["lines"][19], "echo 20 >> out.txt");
     browser
-        .click(&format!("//*[@role='log']//button[normalize-space()='{button}']"))
+        .click(&format!(
+            "//*[@role='log']//button[normalize-space()='{button}']"
+        ))
         .await;
     let block = browser
         .wait_js(
             "every line",
-            &format!("const b = (() => {{ {script} }})(); return b?.lines.length === 100 ? b : null"),
+            &format!(
+                "const b = (() => {{ {script} }})(); return b?.lines.length === 100 ? b : null"
+            ),
         )
         .await;
     assert_eq!(block["lines"][99], "echo 100 >> out.txt");
@@ -147,7 +168,10 @@ async fn an_approval_card_shows_every_line_and_every_hidden_character() {
         .await;
     let finished = wait_task_finished(&daemon, &task).await;
     assert_eq!(finished.verdict, Some(Verdict::Answer));
-    assert!(!ws.path().join("out.txt").exists(), "the denied command never ran");
+    assert!(
+        !ws.path().join("out.txt").exists(),
+        "the denied command never ran"
+    );
     mock.assert_clean();
     daemon.stop();
     browser.close().await;

@@ -64,7 +64,10 @@ fn aligned(engine: &impl base64::Engine, value: &[u8], offset: usize) -> Vec<u8>
     let encoded = engine.encode(&input).into_bytes();
     let start = (8 * offset).div_ceil(6);
     let end = (8 * (offset + value.len()) / 6).min(encoded.len());
-    encoded.get(start..end).map(<[u8]>::to_vec).unwrap_or_default()
+    encoded
+        .get(start..end)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -103,11 +106,26 @@ mod tests {
     fn the_alphabets_differ_where_the_secret_makes_plus_and_slash() {
         let patterns = of(SECRET);
         let standard = STANDARD.encode(SECRET);
-        assert!(standard.contains('+') || standard.contains('/'), "{standard}");
+        assert!(
+            standard.contains('+') || standard.contains('/'),
+            "{standard}"
+        );
         assert!(patterns.iter().any(|(p, _)| *p == standard.as_bytes()));
-        assert!(patterns.iter().any(|(p, _)| *p == URL_SAFE.encode(SECRET).as_bytes()));
-        assert!(patterns.iter().any(|(p, _)| *p == b"736b2d746573742dfbff2d666f726d732d30313233343536373839"));
-        assert!(patterns.iter().any(|(p, _)| *p == b"736B2D746573742DFBFF2D666F726D732D30313233343536373839"));
+        assert!(
+            patterns
+                .iter()
+                .any(|(p, _)| *p == URL_SAFE.encode(SECRET).as_bytes())
+        );
+        assert!(
+            patterns
+                .iter()
+                .any(|(p, _)| *p == b"736b2d746573742dfbff2d666f726d732d30313233343536373839")
+        );
+        assert!(
+            patterns
+                .iter()
+                .any(|(p, _)| *p == b"736B2D746573742DFBFF2D666F726D732D30313233343536373839")
+        );
     }
 
     #[test]

@@ -98,9 +98,19 @@ impl Matcher {
         out.extend_from_slice(bytes.get(at..).unwrap_or_default());
         // Spans start and end on pattern bytes of whole UTF-8 patterns, and only ASCII is
         // left out between them, so they are char boundaries; lossy is only a guard.
-        Cow::Owned(String::from_utf8(out).unwrap_or_else(|e| {
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }))
+        Cow::Owned(
+            String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        )
+    }
+
+    /// Where the first secret that overlaps `text[from..]` starts, if one starts before
+    /// `from` (a stream must hold it back whole).
+    pub(super) fn straddling(&self, text: &str, from: usize) -> Option<usize> {
+        self.find(text)
+            .into_iter()
+            .find(|f| f.start < from && f.end > from)
+            .map(|f| f.start)
     }
 
     /// Where `text` holds a secret, in order, as byte spans of `text`.
@@ -218,17 +228,6 @@ pub(super) fn tail_start(text: &str, longest: usize) -> usize {
         start -= 1;
     }
     start
-}
-
-impl Matcher {
-    /// Where the first secret that overlaps `text[from..]` starts, if one starts before
-    /// `from` (it must be held back whole).
-    pub(super) fn straddling(&self, text: &str, from: usize) -> Option<usize> {
-        self.find(text)
-            .into_iter()
-            .find(|f| f.start < from && f.end > from)
-            .map(|f| f.start)
-    }
 }
 
 #[cfg(test)]

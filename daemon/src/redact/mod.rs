@@ -55,7 +55,10 @@ pub fn register(name: &str, value: &str) {
     let added = with_parts(vec![(name.to_owned(), value.to_owned())]);
     {
         let registry = REGISTRY.read().unwrap_or_else(PoisonError::into_inner);
-        if added.iter().all(|(_, v)| registry.secrets.iter().any(|(_, s)| s == v)) {
+        if added
+            .iter()
+            .all(|(_, v)| registry.secrets.iter().any(|(_, s)| s == v))
+        {
             return;
         }
     }
@@ -66,7 +69,10 @@ pub fn register(name: &str, value: &str) {
         }
     }
     registry.matcher = Arc::new(Matcher::build(&registry.secrets));
-    tracing::debug!(secrets = registry.secrets.len(), "the redaction matcher was rebuilt");
+    tracing::debug!(
+        secrets = registry.secrets.len(),
+        "the redaction matcher was rebuilt"
+    );
 }
 
 /// The matcher in force now.
@@ -183,6 +189,9 @@ mod tests {
         assert!(values.contains(&"p@ss-w0rd-42"), "{values:?}");
         assert!(values.contains(&"p%40ss-w0rd-42"), "{values:?}");
         assert_eq!(parts.len(), 3);
-        assert_eq!(with_parts(vec![("A".into(), "sk-no-url-here".into())]).len(), 1);
+        assert_eq!(
+            with_parts(vec![("A".into(), "sk-no-url-here".into())]).len(),
+            1
+        );
     }
 }

@@ -61,8 +61,7 @@ mod tests {
             }
             out.push_str(&stream.finish());
             assert_eq!(
-                out,
-                "The key is [redacted STREAM_KEY], and again: [redacted STREAM_KEY]. Done.",
+                out, "The key is [redacted STREAM_KEY], and again: [redacted STREAM_KEY]. Done.",
                 "pieces of {size}"
             );
         }

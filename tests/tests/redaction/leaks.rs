@@ -111,11 +111,7 @@ pub async fn assert_clean_while_running(
         .get(&format!("/api/agents/{agent}/conversation?limit=500"))
         .await
         .unwrap();
-    assert_clean(
-        &conversation.to_string(),
-        "the conversation API",
-        secrets,
-    );
+    assert_clean(&conversation.to_string(), "the conversation API", secrets);
     let requests = mock.requests();
     assert!(!requests.is_empty());
     for (i, request) in requests.iter().enumerate() {
@@ -155,7 +151,11 @@ pub fn assert_clean_home(home: &Path, secrets: &[&str], skip: &[&str]) {
         }
     }
     let db = home.join(lazyboy_protocol::paths::DATABASE);
-    assert!(db.exists() && files >= 3, "{files} files in {}", home.display());
+    assert!(
+        db.exists() && files >= 3,
+        "{files} files in {}",
+        home.display()
+    );
 }
 
 #[test]
@@ -163,14 +163,24 @@ fn the_oracle_finds_every_form_and_nothing_else() {
     use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
     let key = "sk-proj-Zt9~Qv2>xK7?mW4nR8pL3sJ6hF1dG5aE0cB9yU2iO7tY4wX8vN3mQ6zP1k";
     assert_eq!(carries(&format!("x {key} y"), key), Some("plain"));
-    assert_eq!(carries(&format!("x {}\n{} y", &key[..20], &key[20..]), key), Some("plain"));
+    assert_eq!(
+        carries(&format!("x {}\n{} y", &key[..20], &key[20..]), key),
+        Some("plain")
+    );
     for prefix in ["", "a", "ab", "abc"] {
         let encoded = STANDARD.encode(format!("{prefix}{key}!"));
-        assert_eq!(carries(&format!("b64: {encoded}"), key), Some("base64"), "{prefix}");
+        assert_eq!(
+            carries(&format!("b64: {encoded}"), key),
+            Some("base64"),
+            "{prefix}"
+        );
         let encoded = URL_SAFE_NO_PAD.encode(format!("{prefix}{key}"));
         assert_eq!(carries(&format!("{{\"{encoded}\"}}"), key), Some("base64"));
     }
     let hex: String = key.bytes().map(|b| format!("{b:02x} ")).collect();
     assert_eq!(carries(&format!("z{hex}"), key), Some("hex"));
-    assert_eq!(carries("[redacted MOCK_PROVIDER_KEY, base64] c2stcHJv", key), None);
+    assert_eq!(
+        carries("[redacted MOCK_PROVIDER_KEY, base64] c2stcHJv", key),
+        None
+    );
 }

@@ -18,8 +18,8 @@ use lazyboy_tests::{
     TestDaemon, add_agent, create_task, model_config, task_events, temp_home, wait_for,
     wait_task_finished,
 };
-use tempfile::TempDir;
 use serde_json::json;
+use tempfile::TempDir;
 
 mod leaks;
 mod model;
@@ -91,7 +91,11 @@ async fn a_key_a_command_prints_in_any_form_is_stored_and_sent_redacted() {
     mock.push(Reply::tool_calls(commands.iter().map(|(id, cmd)| {
         MockCall::new(*id, "exec_command", json!({ "cmd": cmd }))
     })));
-    mock.push(Reply::tool_call("m", "send_message", json!({"text": "read it"})));
+    mock.push(Reply::tool_call(
+        "m",
+        "send_message",
+        json!({"text": "read it"}),
+    ));
     mock.push(Reply::text("read it"));
     let id = create_task(&daemon, "leaky", "read the key", Some(ws.path())).await;
     let done = wait_task_finished(&daemon, &id).await;
@@ -99,7 +103,10 @@ async fn a_key_a_command_prints_in_any_form_is_stored_and_sent_redacted() {
     let events = task_events(&daemon, &id).await;
     for (call, _) in commands {
         let out = result_of(&events, call);
-        assert!(out.contains(&format!("[redacted {KEY_ENV}")), "{call}: {out}");
+        assert!(
+            out.contains(&format!("[redacted {KEY_ENV}")),
+            "{call}: {out}"
+        );
     }
     // The model still authenticated with the key: only the header carries it.
     for request in mock.requests() {

@@ -104,18 +104,23 @@ async fn a_summary_that_repeats_the_key_is_stored_and_sent_redacted() {
     let rounds = Arc::new(AtomicUsize::new(0));
     let summaries = Arc::new(AtomicUsize::new(0));
     let (counter, seen) = (rounds.clone(), summaries.clone());
-    let router = Arc::new(move |request: &lazyboy_tests::mock_model::CapturedRequest| {
-        if request.system.contains("You condense") {
-            seen.fetch_add(1, Ordering::SeqCst);
-            return Reply::text(format!("Done: read mid.txt with {KEY} ({}).", STANDARD.encode(KEY)));
-        }
-        let n = counter.fetch_add(1, Ordering::SeqCst);
-        match n {
-            0..30 => Reply::tool_call(format!("r{n}"), "read_file", json!({"path": "mid.txt"})),
-            30 => Reply::tool_call("m", "send_message", json!({"text": "read it 30 times"})),
-            _ => Reply::text("finished"),
-        }
-    });
+    let router = Arc::new(
+        move |request: &lazyboy_tests::mock_model::CapturedRequest| {
+            if request.system.contains("You condense") {
+                seen.fetch_add(1, Ordering::SeqCst);
+                return Reply::text(format!(
+                    "Done: read mid.txt with {KEY} ({}).",
+                    STANDARD.encode(KEY)
+                ));
+            }
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            match n {
+                0..30 => Reply::tool_call(format!("r{n}"), "read_file", json!({"path": "mid.txt"})),
+                30 => Reply::tool_call("m", "send_message", json!({"text": "read it 30 times"})),
+                _ => Reply::text("finished"),
+            }
+        },
+    );
     for _ in 0..100 {
         let router = router.clone();
         mock.push_fn(move |request| router(request));

@@ -35,7 +35,11 @@ async fn a_rotated_token_is_redacted_from_the_moment_it_is_written() {
         "exec_command",
         json!({"cmd": "cat old.txt; echo; base64 -w0 old.txt"}),
     ));
-    mock.push(Reply::tool_call("m", "send_message", json!({"text": "read"})));
+    mock.push(Reply::tool_call(
+        "m",
+        "send_message",
+        json!({"text": "read"}),
+    ));
     mock.push(Reply::text("read"));
     let first = create_task(&daemon, "leaky", "read the old token", Some(ws.path())).await;
     wait_task_finished(&daemon, &first).await;
@@ -51,7 +55,11 @@ async fn a_rotated_token_is_redacted_from_the_moment_it_is_written() {
         "exec_command",
         json!({"cmd": "cat new.txt; echo; od -An -tx1 new.txt; cat old.txt"}),
     ));
-    mock.push(Reply::tool_call("n", "send_message", json!({"text": "read"})));
+    mock.push(Reply::tool_call(
+        "n",
+        "send_message",
+        json!({"text": "read"}),
+    ));
     mock.push(Reply::text("read"));
     let second = create_task(&daemon, "leaky", "read the new token", Some(ws.path())).await;
     wait_task_finished(&daemon, &second).await;
