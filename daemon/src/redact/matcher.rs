@@ -131,21 +131,10 @@ impl Matcher {
         if found.is_empty() || matches!(squeezed, Cow::Borrowed(_)) {
             return found;
         }
-        // Back from positions in the squeezed text to the text's own: one walk, kept byte
-        // by kept byte.
+        // Back from positions in the squeezed text to the text's own: one walk.
         let mut wanted: Vec<usize> = found.iter().flat_map(|f| [f.start, f.end - 1]).collect();
         wanted.sort_unstable();
-        let mut at = Vec::with_capacity(wanted.len());
-        let mut next = wanted.iter().peekable();
-        for (kept, offset) in kept_offsets(bytes).enumerate() {
-            while next.peek() == Some(&&kept) {
-                at.push((kept, offset));
-                next.next();
-            }
-            if next.peek().is_none() {
-                break;
-            }
-        }
+        let at: Vec<(usize, usize)> = wanted.iter().copied().zip(originals(bytes, &wanted)).collect();
         let original = |kept: usize| {
             at.binary_search_by_key(&kept, |(k, _)| *k)
                 .ok()
@@ -165,46 +154,70 @@ fn replacement(name: &str, form: Form) -> String {
     format!("[redacted {name}{}]", form.suffix())
 }
 
+/// The whitespace the search leaves out, as a table (no branch to mispredict).
+const BLANK: [bool; 256] = {
+    let mut table = [false; 256];
+    table[b' ' as usize] = true;
+    table[b'\t' as usize] = true;
+    table[b'\r' as usize] = true;
+    table[b'\n' as usize] = true;
+    table
+};
+
 /// Whether `byte` is whitespace the search leaves out.
 fn blank(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\r' | b'\n')
+    BLANK[usize::from(byte)]
 }
 
-/// Whether `pair` is a JSON escape of such whitespace (`\n`, `\r`, `\t`).
-fn escaped_blank(first: u8, second: Option<&u8>) -> bool {
-    first == b'\\' && matches!(second, Some(b'n' | b'r' | b't'))
-}
-
-/// The offsets of the bytes the search keeps, in order.
-fn kept_offsets(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+/// The offsets in `bytes` of its kept bytes number `wanted` (ascending), as [`squeeze`]
+/// counts them. Only walked when something was found; like [`squeeze`], no branch per byte
+/// but the rare ones.
+fn originals(bytes: &[u8], wanted: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(wanted.len());
+    let mut kept = 0;
     let mut i = 0;
-    std::iter::from_fn(move || {
-        while let Some(&b) = bytes.get(i) {
-            if blank(b) {
-                i += 1;
-            } else if escaped_blank(b, bytes.get(i + 1)) {
-                i += 2;
-            } else {
-                i += 1;
-                return Some(i - 1);
-            }
+    while let (Some(&target), Some(&b)) = (wanted.get(out.len()), bytes.get(i)) {
+        if b == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't')) {
+            i += 2;
+            continue;
         }
-        None
-    })
+        let is_kept = !blank(b);
+        if is_kept & (kept == target) {
+            // Not advanced: the same byte may be wanted twice.
+            out.push(i);
+            continue;
+        }
+        kept += usize::from(is_kept);
+        i += 1;
+    }
+    out
 }
 
 /// `bytes` without the whitespace the search leaves out (borrowed when there is none).
+///
+/// Written without a branch per byte (each byte is stored, the output advances only past a
+/// kept one): in ordinary output a blank comes every few bytes, and a branch on it was
+/// mispredicted so often that it cost ten times the search itself (`docs/benchmarks.md`).
 pub(super) fn squeeze(bytes: &[u8]) -> Cow<'_, [u8]> {
-    let Some(first) = bytes
-        .iter()
-        .enumerate()
-        .position(|(i, &b)| blank(b) || escaped_blank(b, bytes.get(i + 1)))
-    else {
+    if !bytes.iter().any(|&b| blank(b) || b == b'\\') {
         return Cow::Borrowed(bytes);
-    };
-    let mut out = Vec::with_capacity(bytes.len());
-    out.extend_from_slice(&bytes[..first]);
-    out.extend(kept_offsets(&bytes[first..]).map(|i| bytes[first + i]));
+    }
+    let mut out = vec![0u8; bytes.len()];
+    let mut kept = 0;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if let Some(slot) = out.get_mut(kept) {
+            *slot = b;
+        }
+        kept += usize::from(!blank(b));
+        i += 1;
+        // A JSON escape of a blank is rare: this branch is nearly always predicted.
+        if b == b'\\' && matches!(bytes.get(i), Some(b'n' | b'r' | b't')) {
+            kept -= 1;
+            i += 1;
+        }
+    }
+    out.truncate(kept);
     Cow::Owned(out)
 }
 
@@ -293,6 +306,18 @@ mod tests {
             m.redact(&format!("é→{KEY}←ü")),
             "é→[redacted OPENAI_API_KEY]←ü"
         );
+    }
+
+    #[test]
+    fn squeezing_leaves_out_blanks_and_their_json_escapes_as_the_walk_back_counts() {
+        let text = b"a b\tc\r\nd\\ne\\\\nf\\x\\";
+        let squeezed = squeeze(text);
+        assert_eq!(&*squeezed, b"abcde\\f\\x\\");
+        let every: Vec<usize> = (0..squeezed.len()).collect();
+        let walked: Vec<u8> = originals(text, &every).iter().map(|&i| text[i]).collect();
+        assert_eq!(walked, squeezed.to_vec());
+        assert_eq!(originals(text, &[1, 1, 4]), vec![2, 2, 10]);
+        assert!(matches!(squeeze(b"no-blanks"), Cow::Borrowed(_)));
     }
 
     #[test]
