@@ -1,6 +1,6 @@
 //! Agent loop benchmarks: harness overhead per step and delta-to-print latency, with the
 //! release daemon and CLI against the mock model at zero latency; once with a daemon that
-//! knows no secret, once with one that knows four (redaction's share of a step).
+//! knows no secret, once with one that knows three (redaction's share of a step).
 //!
 //! `cargo bench -p lazyboy-tests --bench agent` — prints a markdown table for
 //! `docs/benchmarks.md`. `BENCH_QUICK=1` for fewer repetitions.
