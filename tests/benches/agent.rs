@@ -33,7 +33,10 @@ const SECRETS: [(&str, &str); 3] = [
         "ANTHROPIC_API_KEY",
         "sk-ant-api03-q8W2e4R6t8Y0u2I4o6P8a0S2d4F6g8H0j2K4l6Z8x0C2v4B6n8M0q2W4e6R8t0Y2u4I6o8P0",
     ),
-    ("LAZYBOY_API_KEY", "lb-key-R2d2C3poBb8Ll9Kk0Jj1Hh2Gg3Ff4Ee5Dd6Cc7"),
+    (
+        "LAZYBOY_API_KEY",
+        "lb-key-R2d2C3poBb8Ll9Kk0Jj1Hh2Gg3Ff4Ee5Dd6Cc7",
+    ),
 ];
 
 async fn run() {

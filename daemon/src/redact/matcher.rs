@@ -134,7 +134,11 @@ impl Matcher {
         // Back from positions in the squeezed text to the text's own: one walk.
         let mut wanted: Vec<usize> = found.iter().flat_map(|f| [f.start, f.end - 1]).collect();
         wanted.sort_unstable();
-        let at: Vec<(usize, usize)> = wanted.iter().copied().zip(originals(bytes, &wanted)).collect();
+        let at: Vec<(usize, usize)> = wanted
+            .iter()
+            .copied()
+            .zip(originals(bytes, &wanted))
+            .collect();
         let original = |kept: usize| {
             at.binary_search_by_key(&kept, |(k, _)| *k)
                 .ok()
