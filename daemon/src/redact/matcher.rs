@@ -21,6 +21,8 @@ pub(super) const MIN_LEN: usize = 8;
 #[derive(Debug, Default)]
 pub(crate) struct Matcher {
     automaton: Option<AhoCorasick>,
+    /// The patterns, whitespace left out (what a stream's tail is compared with).
+    patterns: Vec<Vec<u8>>,
     replacements: Vec<String>,
     /// The longest pattern's length, whitespace left out (what a stream must hold back).
     longest: usize,
@@ -71,6 +73,7 @@ impl Matcher {
         };
         Matcher {
             automaton,
+            patterns,
             replacements,
             longest,
         }
@@ -102,6 +105,36 @@ impl Matcher {
             String::from_utf8(out)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
         )
+    }
+
+    /// Where the end of `text` that a stream must hold back begins: the first kept byte,
+    /// among the last `longest - 1`, from which the rest of `text` (whitespace left out) is
+    /// the beginning of a pattern, so that more text could complete a secret there; else
+    /// `text.len()`. Ordinary text is released whole; a text that ends in `sk-pro` keeps that.
+    pub(super) fn tail_start(&self, text: &str) -> usize {
+        if self.longest <= 1 {
+            return text.len();
+        }
+        let window = window_start(text, self.longest);
+        let tail = text.as_bytes().get(window..).unwrap_or_default();
+        let squeezed = squeeze(tail);
+        let every: Vec<usize> = (0..squeezed.len()).collect();
+        for (k, offset) in originals(tail, &every).into_iter().enumerate() {
+            let rest = squeezed.get(k..).unwrap_or_default();
+            if self
+                .patterns
+                .iter()
+                .any(|p| p.len() > rest.len() && p.starts_with(rest))
+            {
+                // A kept byte a pattern can start with begins a UTF-8 character.
+                let mut at = window + offset;
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                return at;
+            }
+        }
+        text.len()
     }
 
     /// Where the first secret that overlaps `text[from..]` starts, if one starts before
@@ -225,10 +258,10 @@ pub(super) fn squeeze(bytes: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// How many bytes at the end of `text` a stream must hold back so that no secret of at most
-/// `longest` kept bytes can begin before them: the last `longest - 1` kept bytes, with the
-/// whitespace among them (counted generously: an escape's backslash counts as kept).
-pub(super) fn tail_start(text: &str, longest: usize) -> usize {
+/// Where the last `longest - 1` kept bytes of `text` begin (with the whitespace among
+/// them, counted generously: an escape's backslash counts as kept): no secret of at most
+/// `longest` kept bytes that the text does not hold whole can begin before.
+fn window_start(text: &str, longest: usize) -> usize {
     if longest <= 1 {
         return text.len();
     }
@@ -325,11 +358,22 @@ mod tests {
     }
 
     #[test]
-    fn the_tail_holds_the_longest_pattern_less_one_kept_byte() {
-        assert_eq!(tail_start("abcdef", 3), 4);
-        assert_eq!(tail_start("abc d\nef", 3), 6);
-        assert_eq!(tail_start("ab", 10), 0);
-        assert_eq!(tail_start("abc", 0), 3);
-        assert_eq!(tail_start("aé", 2), 1);
+    fn the_window_is_the_longest_pattern_less_one_kept_byte() {
+        assert_eq!(window_start("abcdef", 3), 4);
+        assert_eq!(window_start("abc d\nef", 3), 6);
+        assert_eq!(window_start("ab", 10), 0);
+        assert_eq!(window_start("abc", 0), 3);
+        assert_eq!(window_start("aé", 2), 1);
+    }
+
+    #[test]
+    fn a_stream_holds_back_only_what_could_begin_a_secret() {
+        let m = matcher();
+        assert_eq!(m.tail_start("nothing secret here."), 20);
+        let text = format!("the key: {}", &KEY[..6]);
+        assert_eq!(m.tail_start(&text), 9, "{text}");
+        let text = format!("the key: {}\n{}", &KEY[..4], &KEY[4..8]);
+        assert_eq!(m.tail_start(&text), 9, "{text}");
+        assert_eq!(Matcher::default().tail_start("sk-test"), 7);
     }
 }

@@ -1,9 +1,11 @@
 //! Redaction of text that arrives in pieces (the model's streamed deltas): a secret may be
 //! split across two pieces, each harmless alone. [`Stream`] holds back the end of what it was
-//! given, as long as the longest pattern less one byte (whitespace not counted), plus any
-//! secret that starts before that and is not over yet; everything before is redacted and
-//! released. So what it releases, joined, is the redacted whole, and nothing released can be
-//! the beginning of a secret that the next piece completes.
+//! given from the first place, within the last (longest pattern − 1) non-blank bytes, where
+//! the rest could still grow into a secret (it is the beginning of a pattern), plus any secret
+//! found whole that the cut would split; everything before is redacted and released. So what
+//! it releases, joined, is the redacted whole; nothing released can be the beginning of a
+//! secret that the next piece completes; and ordinary text, which begins no pattern, is
+//! released at once (the person's screen does not lag behind the model).
 
 use super::current;
 
@@ -22,7 +24,7 @@ impl Stream {
     pub fn push(&mut self, piece: &str) -> String {
         self.held.push_str(piece);
         let matcher = current();
-        let mut cut = super::matcher::tail_start(&self.held, matcher.longest());
+        let mut cut = matcher.tail_start(&self.held);
         if let Some(start) = matcher.straddling(&self.held, cut) {
             cut = start;
         }
@@ -43,6 +45,38 @@ mod tests {
     use super::*;
 
     const KEY: &str = "sk-test-stream-0a1b2c3d4e5f";
+
+    #[test]
+    fn ordinary_text_is_released_at_once() {
+        super::super::register("STREAM_KEY", KEY);
+        // Each piece ends in a character no secret of this process holds (the registry is
+        // shared by the tests running beside this one), so none can be a secret's beginning.
+        let mut stream = Stream::new();
+        assert_eq!(stream.push("Appending step 7."), "Appending step 7.");
+        assert_eq!(stream.push(" Now step 8."), " Now step 8.");
+        assert_eq!(stream.push(" sk-te"), " ");
+        assert_eq!(stream.finish(), "sk-te");
+    }
+
+    #[test]
+    fn a_whole_secret_whose_end_begins_another_is_not_cut_in_two() {
+        // The first ends in 9, the second begins with it: at the end of the first, its last
+        // character is held back (it could begin the second), but the first goes out whole.
+        super::super::register("FIRST_KEY", "sk-alpha-0123456789");
+        super::super::register("SECOND_KEY", "9876-beta-secret-x");
+        for size in 1..=8 {
+            let text = "x sk-alpha-0123456789, y";
+            let mut stream = Stream::new();
+            let mut out = String::new();
+            for piece in text.as_bytes().chunks(size) {
+                let piece = stream.push(std::str::from_utf8(piece).unwrap_or_default());
+                assert!(!piece.contains("sk-alpha"), "{size}: {piece}");
+                out.push_str(&piece);
+            }
+            out.push_str(&stream.finish());
+            assert_eq!(out, "x [redacted FIRST_KEY], y", "pieces of {size}");
+        }
+    }
 
     #[test]
     fn a_secret_split_across_pieces_never_leaves_in_part() {
