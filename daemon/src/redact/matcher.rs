@@ -17,8 +17,9 @@ use super::forms::{self, Form};
 /// Secrets shorter than this are not looked for: they are too likely to be ordinary text.
 pub(super) const MIN_LEN: usize = 8;
 
-/// The automaton and, per pattern, its replacement.
-#[derive(Debug, Default)]
+/// The automaton and, per pattern, its replacement. Not `Debug`: its patterns are the
+/// secrets (see the impl below, which shows only their number).
+#[derive(Default)]
 pub(crate) struct Matcher {
     automaton: Option<AhoCorasick>,
     /// The patterns, whitespace left out (what a stream's tail is compared with).
@@ -26,6 +27,15 @@ pub(crate) struct Matcher {
     replacements: Vec<String>,
     /// The longest pattern's length, whitespace left out (what a stream must hold back).
     longest: usize,
+}
+
+impl std::fmt::Debug for Matcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Matcher")
+            .field("patterns", &self.patterns.len())
+            .field("longest", &self.longest)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A secret found in a text: `text[start..end]` becomes `replacements[pattern]`.

@@ -9,10 +9,19 @@
 
 use super::current;
 
-/// Text held back between pieces.
-#[derive(Debug, Default)]
+/// Text held back between pieces. Not `Debug`-printed: what it holds may be the beginning
+/// of a secret (the impl shows its length).
+#[derive(Default)]
 pub struct Stream {
     held: String,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("held_bytes", &self.held.len())
+            .finish()
+    }
 }
 
 impl Stream {
