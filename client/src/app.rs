@@ -137,6 +137,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::mcp::run(&client, command, cli.json).await
         }
         Command::Doctor => commands::doctor::run(&client, cli.json).await,
+        Command::Web { print } => commands::web::run(&client, print, cli.json).await,
         Command::Box(command) => commands::boxes::run(&client, command, cli.json).await,
         Command::Events(args) => {
             daemon_proc::ensure_running(&client).await?;

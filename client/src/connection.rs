@@ -1,15 +1,20 @@
 //! HTTP/1.1 to the daemon over its local socket.
 //!
 //! Each request opens its own connection: a local connect costs microseconds, and it keeps
-//! the client stateless (an event stream holds its connection for as long as it runs).
+//! the client stateless (an event stream holds its connection for as long as it runs). Every
+//! request carries the home's credential (`LAZYBOY_TOKEN`, else `<home>/token`, read when
+//! first needed): the daemon serves nobody without it. A 401 re-reads it once, since a
+//! rotation or a daemon's first start may have written a new one since.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
 use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request, StatusCode};
+pub use hyper::Method;
+use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use interprocess::local_socket::tokio::Stream as SocketStream;
 use interprocess::local_socket::traits::tokio::Stream as _;
@@ -46,15 +51,49 @@ pub enum ClientError {
 #[derive(Debug, Clone)]
 pub struct Client {
     home: PathBuf,
+    /// The credential, once read (shared by clones).
+    token: Arc<Mutex<Option<String>>>,
 }
 
 impl Client {
     pub fn new(home: PathBuf) -> Client {
-        Client { home }
+        Client {
+            home,
+            token: Arc::default(),
+        }
+    }
+
+    /// A client that sends `token` rather than reading it (a `LAZYBOY_TOKEN` given to the
+    /// daemon only).
+    pub fn with_token(home: PathBuf, token: &str) -> Client {
+        Client {
+            home,
+            token: Arc::new(Mutex::new(Some(token.to_owned()))),
+        }
     }
 
     pub fn home(&self) -> &Path {
         &self.home
+    }
+
+    /// The credential to send: `LAZYBOY_TOKEN`, else the home's token file (`None` when
+    /// neither exists yet: no daemon ever ran on this home).
+    pub fn token(&self) -> Option<String> {
+        let mut cached = self.token.lock().unwrap_or_else(PoisonError::into_inner);
+        if cached.is_none() {
+            *cached = std::env::var("LAZYBOY_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty())
+                .or_else(|| {
+                    let text = std::fs::read_to_string(self.home.join(paths::TOKEN)).ok()?;
+                    Some(text.trim().to_owned()).filter(|t| !t.is_empty())
+                });
+        }
+        cached.clone()
+    }
+
+    fn forget_token(&self) {
+        *self.token.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     async fn connect(
@@ -93,11 +132,33 @@ impl Client {
         body: Option<Vec<u8>>,
         last_event_id: Option<i64>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
+        match self
+            .send_once(method.clone(), path, body.clone(), last_event_id)
+            .await
+        {
+            Err(ClientError::Api { status, .. }) if status == StatusCode::UNAUTHORIZED => {
+                self.forget_token();
+                self.send_once(method, path, body, last_event_id).await
+            }
+            other => other,
+        }
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        last_event_id: Option<i64>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
         let mut sender = self.connect().await?;
         let mut request = Request::builder()
             .method(method)
             .uri(path)
             .header(hyper::header::HOST, "localhost");
+        if let Some(token) = self.token() {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
         if body.is_some() {
             request = request.header(hyper::header::CONTENT_TYPE, "application/json");
         }

@@ -1,7 +1,7 @@
-//! Reaching the dashboard from another device: `--lan` (all interfaces, with the token) and
+//! Reaching the dashboard from another device: `--lan` (all interfaces) and
 //! `--tls-cert`/`--tls-key` (HTTPS), shared by `lazyboy daemon start` and `service install`;
-//! and the printout a person scans with their phone: each LAN URL with the token, and a QR
-//! code of it drawn with Unicode half blocks.
+//! and the printout a person scans with their phone: for each LAN URL a one-time login link
+//! (never the token itself), and a QR code of it drawn with Unicode half blocks.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -44,8 +44,8 @@ pub fn tls_args(reach: &ReachArgs) -> anyhow::Result<Vec<String>> {
     ])
 }
 
-/// Prints each LAN URL the daemon reports, with the token in it, and a QR code of it.
-pub fn print_lan(health: &Health, token: &str) -> anyhow::Result<()> {
+/// Prints a one-time login link on each LAN URL the daemon reports, and a QR code of it.
+pub async fn print_lan(client: &crate::connection::Client, health: &Health) -> anyhow::Result<()> {
     if health.lan_urls.is_empty() {
         println!(
             "no network interface to reach it on besides this machine: {}",
@@ -55,9 +55,13 @@ pub fn print_lan(health: &Health, token: &str) -> anyhow::Result<()> {
     }
     let https = health.url.starts_with("https://");
     for url in &health.lan_urls {
-        let with_token = format!("{url}?token={token}");
-        println!("\non the LAN: {with_token}\n{}", qr(&with_token)?);
+        let link = crate::commands::web::login_code(client).await?.link(url);
+        println!("\non the LAN: {link}\n{}", qr(&link)?);
     }
+    println!(
+        "(each link works once, for 15 minutes; `lazyboy daemon start --lan` again prints new \
+         ones)"
+    );
     if !https {
         println!(
             "plain HTTP on a LAN address is not a secure context: the phone gets the dashboard \
@@ -86,7 +90,7 @@ mod tests {
 
     #[test]
     fn a_qr_code_is_half_blocks() {
-        let code = qr("http://192.168.1.5:8787/?token=abc").unwrap();
+        let code = qr("http://192.168.1.5:8787/login?code=abc").unwrap();
         let lines: Vec<&str> = code.lines().collect();
         assert!(lines.len() > 10, "{code}");
         assert!(

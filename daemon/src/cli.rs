@@ -24,7 +24,7 @@ struct Args {
     #[arg(long)]
     home: Option<PathBuf>,
     /// Where the dashboard and browser API listen. Default: 127.0.0.1:$LAZYBOY_WEB_PORT
-    /// (8787). A non-loopback address needs a token (LAZYBOY_TOKEN or <home>/token).
+    /// (8787). Every request needs the token (LAZYBOY_TOKEN or <home>/token) on any address.
     #[arg(long)]
     listen: Option<SocketAddr>,
     /// Leave the terminal's session (used by `lazyboy daemon start`).
@@ -53,7 +53,7 @@ pub fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(crate::confine::HELPER_FLAG))
     {
-        return crate::confine::landlock::helper_main();
+        return crate::confine::helper::helper_main();
     }
     let args = Args::parse();
     match start(args) {
@@ -85,8 +85,8 @@ fn start(args: Args) -> anyhow::Result<()> {
         }
     }
     crate::secrets::deny_inspection()?;
-    // Processes an agent's command double-forks stay the daemon's descendants, so the API
-    // keeps telling them from the person's (preserved across the exec above either way).
+    // Processes an agent's command double-forks stay the daemon's descendants, so they are
+    // reaped here and stay within reach of a kill (preserved across the exec above).
     crate::confine::reaper::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER)")?;
     if args.detach {
         // A new session: closing the terminal that started us sends no SIGHUP here.
@@ -98,6 +98,7 @@ fn start(args: Args) -> anyhow::Result<()> {
     crate::tools::set_user_umask(user_umask.bits());
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
     crate::confine::set_home(&home);
+    crate::tools::workspace::set_home(&home);
     let lock = home::lock(&home)?;
     let _log_guard = crate::telemetry::init(&home, !args.detach);
 
@@ -105,20 +106,13 @@ fn start(args: Args) -> anyhow::Result<()> {
         Some(addr) => addr,
         None => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), web_port()?),
     };
-    let guard = if listen.ip().is_loopback() {
-        Guard::default()
-    } else {
-        let token = home::token(&home)?.with_context(|| {
-            format!(
-                "refusing to listen on {listen} without a token: set LAZYBOY_TOKEN, or run \
-                 `lazyboy daemon token` to write one to {}",
-                home.join(paths::TOKEN).display()
-            )
-        })?;
-        Guard {
-            token: Some(crate::api::token::Token::new(&token)),
-        }
+    let guard = Guard {
+        beyond_loopback: !listen.ip().is_loopback(),
     };
+    // Before the socket exists: a client that reaches it finds the credential to send.
+    let token = home::ensure_token(&home)
+        .with_context(|| format!("cannot write {}", home.join(paths::TOKEN).display()))?;
+    let token = crate::api::token::Token::new(&token);
 
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(crate::api::tls::load(cert, key)?),
@@ -155,6 +149,7 @@ fn start(args: Args) -> anyhow::Result<()> {
             socket,
             tcp,
             guard,
+            token,
             tls,
         };
         let result = crate::run(daemon, shutdown).await;

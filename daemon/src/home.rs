@@ -1,4 +1,6 @@
 //! `LAZYBOY_HOME`: the directory that holds the database, socket, lock, token and logs.
+//! The token is the one credential of the API (`api::auth`): whoever can read the home acts
+//! as the person, which is why the sandbox never grants it.
 //! The daemon owns it: while one runs, the token file changes only through it
 //! (`api::token`), so the file and the token in force agree.
 //!
@@ -89,11 +91,15 @@ pub fn token_from_env() -> Option<String> {
     crate::secrets::var("LAZYBOY_TOKEN").filter(|t| !t.is_empty())
 }
 
-/// The access token for non-loopback listeners: `LAZYBOY_TOKEN`, else `<home>/token`.
-pub fn token(home: &Path) -> std::io::Result<Option<String>> {
-    match token_from_env() {
-        Some(token) => Ok(Some(token)),
-        None => token_file(home),
+/// The credential every API request must carry: `LAZYBOY_TOKEN`, else `<home>/token`,
+/// written (random, mode 0600) when the home has none yet.
+pub fn ensure_token(home: &Path) -> std::io::Result<String> {
+    if let Some(token) = token_from_env() {
+        return Ok(token);
+    }
+    match token_file(home)? {
+        Some(token) => Ok(token),
+        None => write_new_token(home),
     }
 }
 

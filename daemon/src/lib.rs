@@ -51,6 +51,8 @@ pub struct Daemon {
     pub socket: LocalSocket,
     pub tcp: TcpListener,
     pub guard: Guard,
+    /// The credential every request must carry (`home::ensure_token`).
+    pub token: api::token::Token,
     /// Serve HTTPS on `tcp` with this configuration (`--tls-cert`, `--tls-key`).
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -58,6 +60,7 @@ pub struct Daemon {
 /// Serves both listeners until `shutdown` is cancelled, then shuts down gracefully.
 pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<()> {
     let tcp_addr: SocketAddr = daemon.tcp.local_addr()?;
+    web::policy::set_own_listener(tcp_addr);
     ensure_default_agent(&daemon.store).await?;
     let runtime = agent::Runtime::new(
         daemon.store.clone(),
@@ -70,8 +73,9 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),
-            daemon.guard.token.clone(),
+            daemon.token.clone(),
         )),
+        auth: Arc::new(api::auth::Auth::new(daemon.token.clone(), tls)),
         runtime: runtime.clone(),
         store: daemon.store.clone(),
         shutdown: shutdown.clone(),
@@ -91,19 +95,11 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
-    match confine::status() {
-        Ok(what) => tracing::info!(sandbox = %what, "agents' host commands can be confined"),
-        Err(why) => tracing::warn!(
-            %why,
-            "agents' host commands cannot be confined here: agents whose sandbox is not `off` \
-             will have their commands refused"
-        ),
-    }
+    // The sandbox's layers, and the tasks' cgroups (what a dead daemon left is killed now).
+    confine::start(&daemon.home);
     tokio::spawn(confine::reaper::run(shutdown.clone()));
 
-    // Each connection learns whether an agent's process is on its other end (`api::peers`).
-    let router = api::tcp_router(state.clone(), daemon.guard)
-        .into_make_service_with_connect_info::<api::peers::Peer>();
+    let router = api::tcp_router(state.clone(), daemon.guard).into_make_service();
     let stop = shutdown.clone().cancelled_owned();
     let tcp_server: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
         match daemon.tls {

@@ -25,7 +25,7 @@ pub use boundaries::{
 };
 
 /// The wire protocol version. The CLI refuses to talk to a daemon speaking another one.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Largest request body the API accepts (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -43,7 +43,7 @@ pub mod paths {
     pub const LOCK: &str = "lazyboyd.lock";
     /// The directory of log files.
     pub const LOGS: &str = "logs";
-    /// A generated access token for non-loopback listeners (mode 0600).
+    /// The API's credential (mode 0600): every request on every listener carries it.
     pub const TOKEN: &str = "token";
 
     /// The home directory: `explicit`, else `LAZYBOY_HOME`, else the platform data dir
@@ -127,6 +127,10 @@ pub struct CreateAgent {
     /// Where its host commands may write (default: `workspace-write`; `off` for `default`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Sandbox>,
+    /// Its `workspace-write` commands may change the repositories' git directories (config,
+    /// hooks, the index: what git runs programs from); default `false`, read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_write: Option<bool>,
 }
 
 /// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
@@ -154,6 +158,8 @@ pub struct UpdateAgent {
     pub allow: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Sandbox>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_write: Option<bool>,
 }
 
 /// An agent as the API shows it, with what it is doing now.
@@ -200,6 +206,9 @@ pub struct Agent {
     /// Where its host commands may write (the value in force, default included).
     #[serde(default)]
     pub sandbox: Sandbox,
+    /// Its `workspace-write` commands may change the repositories' git directories.
+    #[serde(default)]
+    pub git_write: bool,
 }
 
 /// What an agent is doing, from its tasks.

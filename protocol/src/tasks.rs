@@ -93,7 +93,7 @@ impl TaskState {
     }
 }
 
-/// `POST /api/daemon/token` (local socket only): the token non-loopback listeners demand.
+/// `POST /api/daemon/token` (local socket only): the token every request must carry.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
@@ -106,6 +106,21 @@ pub struct TokenRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct DaemonToken {
     pub token: String,
+}
+
+/// `POST /api/auth/login`: a one-time code a browser trades for a session at
+/// `GET /login?code=CODE` (on any of the daemon's URLs), until `expires_at_ms`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoginCode {
+    pub code: String,
+    pub expires_at_ms: u64,
+}
+
+impl LoginCode {
+    /// The login link on the dashboard at `base` (`http://127.0.0.1:8787/`).
+    pub fn link(&self, base: &str) -> String {
+        format!("{}/login?code={}", base.trim_end_matches('/'), self.code)
+    }
 }
 
 /// `POST /api/agents/{name}/tasks`.

@@ -1,7 +1,8 @@
 //! Boundaries, attacked the way a steered model would: from the agent's own commands.
-//! - Its processes cannot use the daemon's API: the local socket and loopback TCP refuse them
-//!   (403) and nothing is written, also from a process it double-forked; the person's CLI and
-//!   HTTP client go on working.
+//! - Its processes cannot use the daemon's API: they cannot read the token, so the local
+//!   socket and loopback TCP refuse them (401) and nothing is written, also from a process it
+//!   double-forked; the person's CLI and HTTP client go on working. (The attacks on the
+//!   caller check itself are in `auth/`.)
 //! - Under `workspace-write` its commands cannot read the LazyBoy home (`cat lazyboy.db`,
 //!   `ls`) nor write outside the workspace (`~/outside.txt`), and a denied write is an
 //!   ordinary error result; inside the workspace they write as before. `read-only` writes
@@ -86,9 +87,10 @@ async fn an_agents_commands_cannot_use_the_daemons_api() {
     need_curl();
     let mock = MockModel::start().await;
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
-    // The worst case for the API check: an agent whose commands are not sandboxed at all.
+    // An agent with the default sandbox: it cannot read the home, so it has no token. (One
+    // with `sandbox = "off"` runs as the person and is trusted as the person.)
     add(&daemon, json!({"name": "victim"})).await;
-    add(&daemon, json!({"name": "attacker", "sandbox": "off"})).await;
+    add(&daemon, json!({"name": "attacker"})).await;
     mock.push(Reply::tool_call(
         "q",
         "request_user_input",
@@ -122,7 +124,7 @@ async fn an_agents_commands_cannot_use_the_daemons_api() {
                 &format!("/api/tasks/{own}/answer"),
                 answer,
             ),
-            // Without the marker in its environment: its ancestry gives it away.
+            // Without the marker in its environment: nothing about the process matters.
             format!(
                 "env -i PATH=\"$PATH\" {}",
                 curl(
@@ -134,8 +136,7 @@ async fn an_agents_commands_cannot_use_the_daemons_api() {
             curl(&tcp_c, &format!("/api/tasks/{victim_c}/answer"), answer),
             curl(&tcp_c, "/api/agents/victim/messages", note),
             format!("curl -s -w ' HTTP%{{http_code}}' {tcp_c}/api/agents"),
-            // Double-forked into its own session, without the marker: still the daemon's
-            // descendant (it is their subreaper).
+            // Double-forked into its own session, without the marker.
             format!(
                 "setsid -f env -i PATH=\"$PATH\" bash -c \"{} > late.txt\"; \
                  for i in $(seq 200); do [ -s late.txt ] && break; sleep 0.05; done; \
@@ -153,8 +154,8 @@ async fn an_agents_commands_cannot_use_the_daemons_api() {
     wait_state(&daemon, &attacker, TaskState::Done).await;
 
     let (_, output) = result_of(&task_events(&daemon, &attacker).await, "c1");
-    assert_eq!(output.matches("HTTP403").count(), 6, "{output}");
-    assert!(output.contains("forbidden_agent"), "{output}");
+    assert_eq!(output.matches("HTTP401").count(), 6, "{output}");
+    assert!(output.contains("unauthorized"), "{output}");
     assert!(!output.contains("HTTP20"), "{output}");
     // Nothing was written: the victim still waits, its question open, its chat untouched.
     let after = task_events(&daemon, &victim).await;

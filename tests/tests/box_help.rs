@@ -1,7 +1,8 @@
 //! The person in the box: `request_box_help` ends the turn with a question carrying the
 //! takeover link, the person holds the box, their answer resumes the same task and its next
 //! request says so (look again); and `/novnc/` over the daemon: the page loads and its
-//! websocket speaks RFB, and a non-loopback listener without the token refuses both.
+//! websocket speaks RFB, and a non-loopback listener without the token refuses both; in a
+//! real browser, noVNC shows the desktop and a click moves the box's pointer.
 
 use std::time::Duration;
 
@@ -157,20 +158,40 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let root = http.get(daemon.url("/novnc/")).send().await.unwrap();
+    let own = daemon.token();
+    // Without the credential: nothing of the desktop.
+    let refused = http.get(daemon.url("/novnc/")).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(
+        rfb_greeting(daemon.url("").trim_end_matches('/'), None)
+            .await
+            .is_err()
+    );
+    let root = http
+        .get(daemon.url("/novnc/"))
+        .bearer_auth(&own)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(root.status(), 302);
     let page = root.headers()["location"].to_str().unwrap().to_owned();
     assert!(page.contains("path=novnc/websockify"), "{page}");
-    let html = http.get(daemon.url(&page)).send().await.unwrap();
+    let html = http
+        .get(daemon.url(&page))
+        .bearer_auth(&own)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(html.status(), 200);
     assert!(html.text().await.unwrap().contains("noVNC"));
     let script = http
         .get(daemon.url("/novnc/app/ui.js"))
+        .bearer_auth(&own)
         .send()
         .await
         .unwrap();
     assert_eq!(script.status(), 200);
-    let greeting = rfb_greeting(daemon.url("").trim_end_matches('/'), None)
+    let greeting = rfb_greeting(daemon.url("").trim_end_matches('/'), Some(&own))
         .await
         .unwrap();
     assert!(
@@ -187,6 +208,9 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
     foreign
         .headers_mut()
         .insert("Origin", "http://evil.example".parse().unwrap());
+    foreign
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {own}").parse().unwrap());
     assert!(tokio_tungstenite::connect_async(foreign).await.is_err());
 
     // The same box through a daemon on every interface, which demands its token.
@@ -198,7 +222,7 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
         .env("LAZYBOY_TOKEN", token)
         .env("LAZYBOY_BOX_NAME", &test_box.name);
     let _open = KillOnDrop(command.spawn().unwrap());
-    let client = lazyboy::connection::Client::new(home.path().to_owned());
+    let client = lazyboy::connection::Client::with_token(home.path().to_owned(), token);
     let health: Health = wait_for(Duration::from_secs(20), "health", || {
         let client = client.clone();
         async move { client.get::<Health>("/api/health").await.ok() }
@@ -229,5 +253,58 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
     assert_eq!(page.status(), 200);
     let greeting = rfb_greeting(&base, Some(token)).await.unwrap();
     assert!(greeting.starts_with(b"RFB 003.00"));
+    daemon.stop();
+}
+
+/// The dashboard's takeover in a real browser: `/novnc/` loads noVNC's modules (served with
+/// their JavaScript type from the files the daemon read out of the box), connects through the
+/// daemon's bridge to a VNC server in the box and draws the 1280x800 desktop; a click on it
+/// moves the box's own pointer there.
+#[tokio::test]
+async fn novnc_in_a_real_browser_shows_the_desktop_and_takes_the_mouse() {
+    let test_box = TestBox::new();
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "openai", &test_box).await;
+    start_with_site(&daemon, &test_box).await;
+    test_box.exec("root", "box-input mousemove 5 5");
+    let browser = lazyboy_tests::browser::Browser::start().await;
+    // Signed in first, as the dashboard's person is.
+    browser.goto(&daemon.login_url().await).await;
+    browser.goto(&daemon.url("/novnc/")).await;
+    let size = browser
+        .wait_js(
+            "the box's desktop on noVNC's canvas",
+            "const c = document.querySelector('#noVNC_container canvas'); \
+             return c && c.width > 0 ? [c.width, c.height] : null;",
+        )
+        .await;
+    assert_eq!(size, json!([1280, 800]));
+    browser
+        .client
+        .find(fantoccini::Locator::Css("#noVNC_container canvas"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The canvas is scaled to the window: its middle is the desktop's middle.
+    let at = wait_for(Duration::from_secs(20), "the box's pointer to move", || {
+        let test_box = &test_box;
+        async move {
+            let said = test_box.exec("root", "box-input getmouselocation");
+            let xy: Vec<i64> = said
+                .split_whitespace()
+                .take(2)
+                .filter_map(|f| f.split_once(':')?.1.parse().ok())
+                .collect();
+            (xy.len() == 2 && xy != [5, 5]).then_some(xy)
+        }
+    })
+    .await;
+    assert!(
+        (at[0] - 640).abs() <= 8 && (at[1] - 400).abs() <= 8,
+        "the pointer is at {at:?}"
+    );
+    browser.close().await;
     daemon.stop();
 }

@@ -68,7 +68,7 @@ async fn an_approval_shows_what_will_run_and_is_decided_from_the_page() {
     mock.push(Reply::text("one line written, the other denied"));
 
     browser.set_viewport(SIZES[0]).await;
-    browser.goto(&daemon.url("/")).await;
+    browser.goto(&daemon.login_url().await).await;
     browser
         .click("//nav[@aria-label='Agents']//button[@data-name='careful']")
         .await;

@@ -42,7 +42,7 @@ async fn record_requests(browser: &Browser) {
 const PERSON_BUBBLES: &str = "return [...document.querySelectorAll('[role=log] lb-message.person .bubble')].map((b) => b.textContent)";
 
 async fn open_agent(browser: &Browser, daemon: &TestDaemon, agent: &str) {
-    browser.goto(&daemon.url("/")).await;
+    browser.goto(&daemon.login_url().await).await;
     browser
         .click(&format!(
             "//nav[@aria-label='Agents']//button[@data-name='{agent}']"
@@ -181,7 +181,7 @@ async fn a_long_history_loads_without_fetching_old_events() {
     record_requests(&browser).await;
     for size in SIZES {
         browser.set_viewport(size).await;
-        browser.goto(&daemon.url("/")).await;
+        browser.goto(&daemon.login_url().await).await;
         let shown = browser
             .wait_js(
                 "the agents",
@@ -312,20 +312,28 @@ async fn a_lan_listener_refuses_everything_without_the_token() {
                 page["app"], false,
                 "{path} served the app without the token"
             );
+            let text = page["text"].as_str().unwrap();
             assert!(
-                page["text"].as_str().unwrap().contains("unauthorized"),
+                text.contains("unauthorized") || text.contains("Sign in to LazyBoy"),
                 "{path}: {page}"
             );
         }
         let response = daemon
-            .http
+            .anonymous()
             .get(format!("{base}/novnc/vnc.html"))
             .send()
             .await
             .unwrap();
         assert_eq!(response.status(), 401);
-        // With the token once in the URL, a cookie carries it and the dashboard works.
-        browser.goto(&format!("{base}/?token={token}")).await;
+        // A one-time login link signs the browser in: a cookie, and the dashboard works.
+        browser
+            .goto(
+                &daemon
+                    .login_url()
+                    .await
+                    .replace(daemon.health.url.trim_end_matches('/'), &base),
+            )
+            .await;
         browser
             .wait_js(
                 "the dashboard after the token",
@@ -335,8 +343,8 @@ async fn a_lan_listener_refuses_everything_without_the_token() {
             .await;
         let url: Value = browser.eval("return location.href", vec![]).await;
         assert!(
-            !url.as_str().unwrap().contains("token"),
-            "the token left the URL: {url}"
+            !url.as_str().unwrap().contains("code=") && !url.as_str().unwrap().contains(token),
+            "the login code left the URL: {url}"
         );
         browser.client.delete_all_cookies().await.unwrap();
     }

@@ -133,7 +133,7 @@ async fn an_agents_command_cannot_read_the_daemons_keys() {
         .stdout(log.try_clone().unwrap())
         .stderr(log);
     let mut child = KillOnDrop(command.spawn().unwrap());
-    let client = lazyboy::connection::Client::new(home.path().to_owned());
+    let client = lazyboy::connection::Client::with_token(home.path().to_owned(), TOKEN);
     let health: Health = wait_for(Duration::from_secs(20), "health", || {
         let client = client.clone();
         async move { client.get::<Health>("/api/health").await.ok() }
@@ -250,7 +250,7 @@ async fn lazyboy_daemon_start_hands_the_keys_over_and_keeps_its_pid() {
     assert_eq!(lock.trim(), pid.to_string());
     let sid = nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(pid as i32))).unwrap();
     assert_eq!(sid.as_raw() as u32, pid, "the daemon called setsid");
-    let client = lazyboy::connection::Client::new(home.path().to_owned());
+    let client = lazyboy::connection::Client::with_token(home.path().to_owned(), TOKEN);
     let again: Health = client.get("/api/health").await.unwrap();
     assert_eq!(again.pid, pid);
 
@@ -263,7 +263,7 @@ async fn lazyboy_daemon_start_hands_the_keys_over_and_keeps_its_pid() {
     }
     let stop = output_of({
         let mut stop = cli(home.path());
-        stop.args(["daemon", "stop"]);
+        stop.args(["daemon", "stop"]).env("LAZYBOY_TOKEN", TOKEN);
         stop
     })
     .await;

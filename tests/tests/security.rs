@@ -1,4 +1,5 @@
-//! The TCP listener's guards: DNS rebinding (Host), CSRF (Origin), and tokens beyond loopback.
+//! The TCP listener's guards: DNS rebinding (Host), CSRF (Origin: the daemon's own only), and
+//! the token on every listener, loopback or not (the attacks on it are in `auth.rs`).
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -53,8 +54,16 @@ async fn foreign_host_and_origin_are_refused_on_loopback() {
         assert_eq!(response.status(), 200);
     }
 
-    // CSRF: a page elsewhere posts to us.
-    for origin in ["http://evil.example", "null", "http://192.168.1.20:8787"] {
+    // CSRF: a page elsewhere posts to us, also one served by another program on this
+    // machine (same site as the dashboard: cookies are not port-scoped).
+    let other_port = format!("http://127.0.0.1:{}", port.parse::<u16>().unwrap() ^ 1);
+    for origin in [
+        "http://evil.example",
+        "null",
+        "http://192.168.1.20:8787",
+        other_port.as_str(),
+        &format!("http://localhost:{port}"),
+    ] {
         let response = http
             .post(daemon.url("/api/agents/ops/messages"))
             .header("Origin", origin)
@@ -83,7 +92,7 @@ async fn foreign_host_and_origin_are_refused_on_loopback() {
     // The dashboard's own origin may post.
     let response = http
         .post(daemon.url("/api/agents/ops/messages"))
-        .header("Origin", format!("http://localhost:{port}"))
+        .header("Origin", format!("http://127.0.0.1:{port}"))
         .json(&json!({"text": "from the dashboard"}))
         .send()
         .await
@@ -93,24 +102,10 @@ async fn foreign_host_and_origin_are_refused_on_loopback() {
 }
 
 #[tokio::test]
-async fn a_non_loopback_listener_needs_a_token() {
+async fn a_non_loopback_listener_needs_the_token() {
     let home = temp_home();
-    let output = TestDaemon::command(home.path())
-        .args(["--listen", "0.0.0.0:0"])
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("refusing to listen on 0.0.0.0:0 without a token"),
-        "{stderr}"
-    );
-    assert!(
-        !home.path().join(paths::SOCKET).exists(),
-        "it refused before serving anything"
-    );
-
-    // `lazyboy daemon token` writes one, private, and prints the same one each time.
+    // `lazyboy daemon token` with no daemon writes one, private, and prints the same one
+    // each time; the daemon then uses it.
     let token = cli(home.path()).args(["daemon", "token"]).output().unwrap();
     assert!(token.status.success());
     let token = String::from_utf8(token.stdout).unwrap().trim().to_owned();
@@ -146,10 +141,19 @@ async fn check_token_mode(home: &std::path::Path, token: &str, env: &[(&str, &st
         .build()
         .unwrap();
 
-    for path in ["/", "/api/health", "/api/agents", "/api/events?after=0"] {
+    for path in [
+        "/api/health",
+        "/api/agents",
+        "/api/events?after=0",
+        "/novnc/",
+    ] {
         let response = http.get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(code(response).await, (401, "unauthorized".into()), "{path}");
     }
+    // The page itself says how to sign in.
+    let page = http.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(page.status(), 401);
+    assert!(page.text().await.unwrap().contains("lazyboy web"));
     let wrong = http
         .get(format!("{base}/api/health"))
         .bearer_auth("nope")
@@ -183,18 +187,31 @@ async fn check_token_mode(home: &std::path::Path, token: &str, env: &[(&str, &st
         .unwrap();
     assert_eq!(lan.status(), 201);
 
-    // Visiting /?token=... sets a cookie and drops the token from the URL.
-    let bad_login = http
-        .get(format!("{base}/?token=wrong"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad_login.status(), 401);
-    let login = http
+    // The token never goes into a URL: `?token=` signs nobody in.
+    let by_url = http
         .get(format!("{base}/?token={token}"))
         .send()
         .await
         .unwrap();
+    assert_eq!(by_url.status(), 401);
+    assert!(by_url.headers().get("set-cookie").is_none());
+    // A one-time login link sets the session cookie and drops the code from the URL.
+    let bad_login = http
+        .get(format!("{base}/login?code=wrong"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_login.status(), 401);
+    let client = lazyboy::connection::Client::with_token(home.to_owned(), token);
+    let code: lazyboy_protocol::LoginCode = client
+        .call(
+            lazyboy::connection::Method::POST,
+            "/api/auth/login",
+            None::<&()>,
+        )
+        .await
+        .unwrap();
+    let login = http.get(code.link(&base)).send().await.unwrap();
     assert_eq!(login.status(), 303);
     assert_eq!(login.headers()["location"], "/");
     let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
@@ -203,6 +220,10 @@ async fn check_token_mode(home: &std::path::Path, token: &str, env: &[(&str, &st
         "{cookie}"
     );
     let pair = cookie.split(';').next().unwrap().to_owned();
+    assert!(pair.starts_with("lazyboy_session="), "{pair}");
+    assert!(!pair.contains(token), "the cookie is not the token");
+    let again = http.get(code.link(&base)).send().await.unwrap();
+    assert_eq!(again.status(), 401, "a login link works once");
     let page = http
         .get(format!("{base}/"))
         .header("Cookie", &pair)
@@ -240,7 +261,10 @@ async fn on_all_interfaces(home: &std::path::Path, env: &[(&str, &str)]) -> (Kil
             .spawn()
             .unwrap(),
     );
-    let client = lazyboy::connection::Client::new(home.to_owned());
+    let client = match env.iter().find(|(k, _)| *k == "LAZYBOY_TOKEN") {
+        Some((_, token)) => lazyboy::connection::Client::with_token(home.to_owned(), token),
+        None => lazyboy::connection::Client::new(home.to_owned()),
+    };
     let health: Health =
         lazyboy_tests::wait_for(std::time::Duration::from_secs(20), "health", || {
             let client = client.clone();
@@ -282,8 +306,35 @@ async fn a_rotated_token_takes_effect_at_once() {
     let old = String::from_utf8(old.stdout).unwrap().trim().to_owned();
     let (mut child, port) = on_all_interfaces(home.path(), &[]).await;
     let url = format!("http://127.0.0.1:{port}/api/agents");
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
     assert_eq!(status_with(&http, &url, &old).await, 200);
+    // A browser signs in (with the old token in force).
+    let client = lazyboy::connection::Client::new(home.path().to_owned());
+    let code: lazyboy_protocol::LoginCode = client
+        .call(
+            lazyboy::connection::Method::POST,
+            "/api/auth/login",
+            None::<&()>,
+        )
+        .await
+        .unwrap();
+    let login = http
+        .get(code.link(&format!("http://127.0.0.1:{port}")))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let page = http
+        .get(&url)
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
     // Asked without --rotate, the running daemon names the token in force.
     let same = token_cli(home.path(), &[]).await;
     assert_eq!(String::from_utf8(same.stdout).unwrap().trim(), old);
@@ -306,8 +357,7 @@ async fn a_rotated_token_takes_effect_at_once() {
         std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    // A browser logged in with the old token is logged out.
-    let cookie = format!("lazyboy_token={old}");
+    // A browser signed in under the old token is signed out.
     let page = http
         .get(&url)
         .header("Cookie", cookie)
@@ -329,7 +379,12 @@ async fn a_token_set_by_lazyboy_token_is_not_rotated_behind_its_back() {
     let home = temp_home();
     let (mut child, port) =
         on_all_interfaces(home.path(), &[("LAZYBOY_TOKEN", "env-token-456")]).await;
-    let rotated = token_cli(home.path(), &["--rotate"]).await;
+    // The person's shell has the variable too: that is how their CLI is let in.
+    let mut command = cli(home.path());
+    command
+        .args(["daemon", "token", "--rotate"])
+        .env("LAZYBOY_TOKEN", "env-token-456");
+    let rotated = lazyboy_tests::output_of(command).await;
     assert!(!rotated.status.success());
     let stderr = String::from_utf8_lossy(&rotated.stderr);
     assert!(stderr.contains("LAZYBOY_TOKEN"), "{stderr}");

@@ -108,10 +108,12 @@ async fn two_daemons_one_database_every_subscriber_sees_both_writers_once_in_ord
     }
     let first = all_events(&b, 0).await.last().unwrap().seq;
     let urls = [a.url("/api/events"), b.url("/api/events")];
+    // Each daemon has its own home, so its own token.
+    let clients = [a.http.clone(), b.http.clone()];
 
     let subscribers: Vec<_> = (0..SUBSCRIBERS)
         .map(|s| {
-            let http = a.http.clone();
+            let clients = clients.clone();
             let urls = urls.clone();
             tokio::spawn(async move {
                 let mut seen = Vec::new();
@@ -119,8 +121,9 @@ async fn two_daemons_one_database_every_subscriber_sees_both_writers_once_in_ord
                 let mut reconnects = 0usize;
                 let mut budget = 37 + s * 53;
                 while seen.len() < EVENTS {
-                    let url = &urls[(s + reconnects) % 2];
-                    let mut stream = Box::pin(sse::connect(&http, url, Some(last)).await);
+                    let node = (s + reconnects) % 2;
+                    let mut stream =
+                        Box::pin(sse::connect(&clients[node], &urls[node], Some(last)).await);
                     let mut taken = 0;
                     while taken < budget {
                         let Some(message) = stream.next().await else {
@@ -143,8 +146,11 @@ async fn two_daemons_one_database_every_subscriber_sees_both_writers_once_in_ord
 
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
-            let http = a.http.clone();
-            let base = if w % 2 == 0 { a.url("") } else { b.url("") };
+            let (http, base) = if w % 2 == 0 {
+                (a.http.clone(), a.url(""))
+            } else {
+                (b.http.clone(), b.url(""))
+            };
             tokio::spawn(async move {
                 let mut acked = Vec::new();
                 for i in 0..EVENTS / WRITERS {

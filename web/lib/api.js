@@ -1,5 +1,7 @@
 // The daemon's JSON API, as the page calls it. Errors carry the daemon's message, and
 // `unreachable` when the request never got an answer (the daemon is down or the network is).
+// A 401 means this browser's session ended (the token was rotated): the page reloads, and
+// the daemon answers `/` with how to sign in again.
 
 export class ApiError extends Error {
   constructor(message, status, code) {
@@ -21,6 +23,10 @@ export async function api(method, path, body) {
     });
   } catch (error) {
     throw new ApiError('daemon unreachable', 0, 'unreachable');
+  }
+  if (response.status === 401) {
+    location.reload();
+    throw new ApiError('signed out', 401, 'unauthorized');
   }
   if (!response.ok) {
     const detail = await response.json().catch(() => null);

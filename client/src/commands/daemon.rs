@@ -18,13 +18,10 @@ pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow:
             if let Some(node) = node {
                 args.extend(["--node".to_owned(), node]);
             }
-            let token = if reach.lan {
+            if reach.lan {
                 let listen = crate::reach::lan_listen()?.to_string();
                 args.splice(0..0, ["--listen".to_owned(), listen]);
-                Some(token(client, false).await?)
-            } else {
-                None
-            };
+            }
             let health = match client.get::<Health>("/api/health").await {
                 Ok(_) => {
                     let health = daemon_proc::health(client).await?;
@@ -46,8 +43,12 @@ pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow:
                 Err(other) => return Err(other.into()),
             };
             print_health(&health, json)?;
-            if let (Some(token), false) = (token, json) {
-                crate::reach::print_lan(&health, &token)?;
+            if !json {
+                let login = super::web::login_code(client).await?;
+                println!("login:     {}", login.link(&health.url));
+                if reach.lan {
+                    crate::reach::print_lan(client, &health).await?;
+                }
             }
         }
         DaemonCommand::Stop => match daemon_proc::stop(client).await? {
@@ -87,7 +88,7 @@ fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The token for non-loopback listeners. A running daemon owns its home, so it is asked (and
+/// The API's token. A running daemon owns its home, so it is asked (and
 /// rotates the token in force at once); with none running, `<home>/token` is read here, or a
 /// new random one written (mode 0600) if absent or when rotating. No daemon is started.
 pub(crate) async fn token(client: &Client, rotate: bool) -> anyhow::Result<String> {

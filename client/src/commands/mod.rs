@@ -14,3 +14,4 @@ pub mod service;
 pub mod tasks;
 pub mod team;
 pub mod tell;
+pub mod web;

@@ -136,10 +136,6 @@ fn service_dir(platform: Platform) -> anyhow::Result<PathBuf> {
 async fn install(client: &Client, args: ServiceInstallArgs) -> anyhow::Result<i32> {
     let target = Target::new(client, args.platform)?;
     let tls = crate::reach::tls_args(&args.reach)?;
-    let token = match args.reach.lan {
-        true => Some(super::daemon::token(client, false).await?),
-        false => None,
-    };
     let spec = Spec {
         daemon: daemon_proc::daemon_path()?,
         home: target.home.clone(),
@@ -194,8 +190,10 @@ async fn install(client: &Client, args: ServiceInstallArgs) -> anyhow::Result<i3
         "{} loaded: lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}",
         target.name, health.version, health.pid, health.home, health.url
     );
-    if let Some(token) = token {
-        crate::reach::print_lan(&health, &token)?;
+    let login = super::web::login_code(client).await?;
+    println!("login:     {}", login.link(&health.url));
+    if args.reach.lan {
+        crate::reach::print_lan(client, &health).await?;
     }
     println!(
         "The service does not see this shell's environment: keep model settings in {} and \

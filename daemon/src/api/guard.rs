@@ -1,12 +1,16 @@
-//! Guards on the TCP listener (the local socket is protected by its file mode instead).
+//! Where a TCP request may come from (the credential itself is [`super::auth`]'s).
 //!
-//! - DNS rebinding: without a token, only loopback `Host` names and addresses are served, so a
-//!   web page on another name that resolves to 127.0.0.1 gets 421.
-//! - CSRF: a state-changing request whose `Origin` is neither loopback nor the page's own
-//!   origin gets 403.
-//! - Tokens: when the listener is reachable beyond loopback, every request must carry the
-//!   token (`Authorization: Bearer`, or the cookie set by visiting `/?token=...`). The token
-//!   is read on every request, so a rotation (`super::token`) takes effect at once.
+//! - DNS rebinding: a loopback-only listener serves only loopback `Host` names and addresses,
+//!   so a web page on another name that resolves to 127.0.0.1 gets 421.
+//! - CSRF: a state-changing request that names an `Origin` must name the daemon's own origin
+//!   (the request's own `Host`), not merely a loopback one: a page served by another program
+//!   on `127.0.0.1:9999` is same-site with the dashboard (cookies are not port-scoped) and gets
+//!   403. A request that names no `Origin` is decided by [`super::auth`]: a browser always
+//!   sends one with a state-changing request, so a cookie without it is refused there.
+//! - Every response says it may not be framed by another site: `frame-ancestors 'none'` and
+//!   `X-Frame-Options: DENY` for the dashboard and the API; `/novnc/` is framed by the
+//!   dashboard itself (`'self'`, `SAMEORIGIN`). No referrer leaves the daemon, and nothing
+//!   is sniffed into another type.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -17,23 +21,20 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use super::token::Token;
 
-/// The cookie that carries the token for browsers.
-pub const TOKEN_COOKIE: &str = "lazyboy_token";
-
-/// What the TCP listener demands of each request.
+/// What the TCP listener demands of where each request comes from.
 #[derive(Debug, Clone, Default)]
 pub struct Guard {
-    /// Required when set: the listener is reachable beyond loopback.
-    pub token: Option<Token>,
+    /// The listener is reachable beyond loopback (`--lan`): any `Host` is served (the
+    /// credential decides), since a phone names the machine by its LAN address.
+    pub beyond_loopback: bool,
 }
 
 /// The middleware: applies [`Guard`] to one request.
 pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    if guard.token.is_none() && !host.is_some_and(host_is_loopback) {
+    if !guard.beyond_loopback && !host.is_some_and(host_is_loopback) {
         return ApiError::new(
             StatusCode::MISDIRECTED_REQUEST,
             "forbidden_host",
@@ -48,79 +49,41 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
         return ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden_origin",
-            "cross-origin requests that change state are refused",
+            "requests that change state are taken only from the dashboard's own origin",
         )
         .into_response();
     }
-    if let Some(token) = &guard.token {
-        let token = token.current();
-        let token = token.as_ref();
-        if let Some(offered) = query_token(request.uri()) {
-            return if token_eq(offered, token) {
-                login_redirect(token)
-            } else {
-                unauthorized()
-            };
-        }
-        if !offered_tokens(headers).any(|offered| token_eq(offered, token)) {
-            return unauthorized();
-        }
-    }
-    next.run(request).await
+    let framed_by_dashboard = request.uri().path().starts_with("/novnc");
+    let mut response = next.run(request).await;
+    protect(response.headers_mut(), framed_by_dashboard);
+    response
 }
 
-fn is_safe(method: &Method) -> bool {
+/// The headers every response carries (both listeners: the socket's answers are read by the
+/// CLI, but one rule is simpler than two).
+pub fn protect(headers: &mut HeaderMap, framed_by_dashboard: bool) {
+    let (ancestors, frame) = if framed_by_dashboard {
+        ("frame-ancestors 'self'", "SAMEORIGIN")
+    } else {
+        ("frame-ancestors 'none'", "DENY")
+    };
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(ancestors),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static(frame));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+}
+
+pub fn is_safe(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
-}
-
-fn unauthorized() -> Response {
-    ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "a token is required: open the dashboard URL printed by `lazyboy daemon status`, or send \
-         Authorization: Bearer <token>",
-    )
-    .into_response()
-}
-
-/// Sets the cookie and sends the browser to the same path without the token in its URL.
-fn login_redirect(token: &str) -> Response {
-    let cookie = format!("{TOKEN_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
-    }
-    response
-        .headers_mut()
-        .insert(header::LOCATION, HeaderValue::from_static("/"));
-    response
-}
-
-fn query_token(uri: &Uri) -> Option<&str> {
-    uri.query()?
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("token="))
-}
-
-/// Tokens offered by the bearer header and by the cookie.
-fn offered_tokens(headers: &HeaderMap) -> impl Iterator<Item = &str> {
-    let bearer = headers
-        .get_all(header::AUTHORIZATION)
-        .iter()
-        .filter_map(|v| v.to_str().ok()?.strip_prefix("Bearer "));
-    let cookies = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='));
-    bearer.chain(cookies)
-}
-
-/// Compares without leaking, through timing, how much of the token matched.
-fn token_eq(offered: &str, token: &str) -> bool {
-    let (a, b) = (offered.as_bytes(), token.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The host part of a `Host` header or an origin's authority, without port or brackets.
@@ -141,7 +104,8 @@ fn host_is_loopback(authority: &str) -> bool {
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Whether a request from `origin` may act on this daemon (loopback, or its own origin).
+/// Whether a request from `origin` may act on this daemon: only from its own origin, the
+/// authority the request itself was addressed to (`host`).
 pub fn origin_allowed(origin: &HeaderValue, host: Option<&str>) -> bool {
     let Some(authority) = origin
         .to_str()
@@ -152,7 +116,7 @@ pub fn origin_allowed(origin: &HeaderValue, host: Option<&str>) -> bool {
         // "null" and other opaque origins.
         return false;
     };
-    host_is_loopback(&authority) || host.is_some_and(|h| h.eq_ignore_ascii_case(&authority))
+    host.is_some_and(|h| h.eq_ignore_ascii_case(&authority))
 }
 
 #[cfg(test)]
@@ -187,36 +151,48 @@ mod tests {
     }
 
     #[test]
-    fn origins() {
+    fn only_the_daemons_own_origin_may_change_state() {
         let v = |s: &'static str| HeaderValue::from_static(s);
         assert!(origin_allowed(
-            &v("http://localhost:8787"),
+            &v("http://127.0.0.1:8787"),
             Some("127.0.0.1:8787")
         ));
         assert!(origin_allowed(
             &v("http://192.168.1.5:8787"),
             Some("192.168.1.5:8787")
         ));
+        // Another program's page on the same machine: same site, another origin.
+        assert!(!origin_allowed(
+            &v("http://127.0.0.1:9999"),
+            Some("127.0.0.1:8787")
+        ));
+        assert!(!origin_allowed(
+            &v("http://localhost:8787"),
+            Some("127.0.0.1:8787")
+        ));
         assert!(!origin_allowed(
             &v("http://evil.example"),
             Some("127.0.0.1:8787")
         ));
         assert!(!origin_allowed(&v("null"), Some("127.0.0.1:8787")));
+        assert!(!origin_allowed(&v("http://127.0.0.1:8787"), None));
     }
 
     #[test]
-    fn tokens() {
-        assert!(token_eq("abc", "abc"));
-        assert!(!token_eq("abd", "abc"));
-        assert!(!token_eq("ab", "abc"));
+    fn responses_refuse_framing_except_novnc_by_the_dashboard() {
         let mut headers = HeaderMap::new();
-        headers.insert(header::COOKIE, v("a=1; lazyboy_token=sekrit; b=2"));
-        headers.insert(header::AUTHORIZATION, v("Bearer other"));
-        let offered: Vec<_> = offered_tokens(&headers).collect();
-        assert_eq!(offered, ["other", "sekrit"]);
-    }
-
-    fn v(s: &'static str) -> HeaderValue {
-        HeaderValue::from_static(s)
+        protect(&mut headers, false);
+        assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY");
+        assert_eq!(
+            headers[header::CONTENT_SECURITY_POLICY],
+            "frame-ancestors 'none'"
+        );
+        let mut headers = HeaderMap::new();
+        protect(&mut headers, true);
+        assert_eq!(headers[header::X_FRAME_OPTIONS], "SAMEORIGIN");
+        assert_eq!(
+            headers[header::CONTENT_SECURITY_POLICY],
+            "frame-ancestors 'self'"
+        );
     }
 }

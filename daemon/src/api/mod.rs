@@ -1,10 +1,11 @@
 //! The HTTP API: one axum `Router`, served on the local socket (for the CLI) and on TCP (for
-//! browsers). The TCP copy is wrapped in [`guard`]; the socket copy also gets the routes only
-//! the machine's owner may call (`POST /api/daemon/stop`, `POST /api/daemon/token`). Both
-//! refuse connections from agents' processes ([`peers`]): they are served with [`peers::Peer`]
-//! as connect info.
+//! browsers). Every request on either carries the home's credential ([`auth`]); the TCP copy
+//! is also wrapped in [`guard`] (Host, Origin, framing); the socket copy also gets the
+//! daemon's own routes (`POST /api/daemon/stop`, `POST /api/daemon/token`), and is served
+//! with the peer's user id ([`peers::Peer`]) as connect info.
 
 pub mod assets;
+pub mod auth;
 pub mod error;
 pub mod guard;
 pub mod lan;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub runtime: Arc<crate::agent::Runtime>,
     /// The API token's owner (rotated over the local socket).
     pub tokens: Arc<token::Tokens>,
+    /// The credential checks and login codes of both listeners.
+    pub auth: Arc<auth::Auth>,
 }
 
 /// The routes shared by both listeners.
@@ -51,6 +54,7 @@ fn api(state: AppState) -> Router {
             get(routes::dashboard::conversation),
         )
         .route("/api/health", get(routes::health::get))
+        .route("/api/auth/login", post(routes::login::mint))
         .route(
             "/api/agents",
             get(routes::agents::list).post(routes::agents::create),
@@ -119,23 +123,29 @@ fn api(state: AppState) -> Router {
 
 /// The router for the local socket.
 pub fn socket_router(state: AppState) -> Router {
+    let auth = state.auth.clone();
     let local = Router::new()
         .route("/api/daemon/stop", post(routes::daemon::stop))
         .route("/api/daemon/token", post(routes::daemon::token))
         .with_state(state.clone());
     local
         .merge(api(state))
-        .layer(axum::middleware::from_fn(peers::refuse_agents))
+        .layer(axum::middleware::from_fn_with_state(auth, auth::socket))
 }
 
-/// The router for the TCP listener.
+/// The router for the TCP listener: the guard first (Host, Origin), then the credential.
 pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
+    let auth = state.auth.clone();
+    let login = Router::new()
+        .route("/login", get(auth::login))
+        .with_state(auth.clone());
     api(state)
+        .merge(login)
+        .layer(axum::middleware::from_fn_with_state(auth, auth::tcp))
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(guard),
             guard::check,
         ))
-        .layer(axum::middleware::from_fn(peers::refuse_agents))
 }
 
 async fn not_found() -> ApiError {

@@ -1,6 +1,7 @@
-//! The API token while the daemon runs: the value the TCP guard checks ([`Token`]) and the
-//! file in the home, changed together by `POST /api/daemon/token` (local socket only), so a
-//! rotated token takes effect at once and the old one is refused from the next request on.
+//! The API token while the daemon runs: the value every listener checks ([`Token`], through
+//! `super::auth`) and the file in the home, changed together by `POST /api/daemon/token`, so
+//! a rotated token takes effect at once and the old one (and every session cookie made from
+//! it) is refused from the next request on.
 //!
 //! Rotations are serialized, so the file and the value in force never disagree. A token set
 //! by `LAZYBOY_TOKEN` is not rotated here: the person's environment would bring it back at
@@ -11,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::home;
 
-/// The token a guarded listener demands; cloned handles share one value.
+/// The token every request must prove; cloned handles share one value.
 #[derive(Debug, Clone)]
 pub struct Token(Arc<RwLock<Arc<str>>>);
 
@@ -28,7 +29,7 @@ impl Token {
             .clone()
     }
 
-    fn replace(&self, token: &str) {
+    pub(crate) fn replace(&self, token: &str) {
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::from(token);
     }
 }
@@ -49,22 +50,22 @@ pub enum TokenError {
 #[derive(Debug)]
 pub struct Tokens {
     home: PathBuf,
-    /// The TCP guard's token; `None` when the listener is loopback-only and demands none.
-    guard: Option<Token>,
+    /// The token in force, as the listeners check it.
+    current: Token,
     serial: Mutex<()>,
 }
 
 impl Tokens {
-    pub fn new(home: PathBuf, guard: Option<Token>) -> Tokens {
+    pub fn new(home: PathBuf, current: Token) -> Tokens {
         Tokens {
             home,
-            guard,
+            current,
             serial: Mutex::new(()),
         }
     }
 
-    /// The token in force (written to the file first if there is none), or with `rotate` a
-    /// new one that replaces it in the file and in the guard. Blocking (file IO).
+    /// The token in force, or with `rotate` a new one that replaces it in the file and in
+    /// the listeners' checks. Blocking (file IO).
     pub fn get(&self, rotate: bool) -> Result<String, TokenError> {
         let _serial = self.serial.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(token) = home::token_from_env() {
@@ -75,17 +76,10 @@ impl Tokens {
             };
         }
         if !rotate {
-            if let Some(token) = &self.guard {
-                return Ok(token.current().to_string());
-            }
-            if let Some(token) = home::token_file(&self.home)? {
-                return Ok(token);
-            }
+            return Ok(self.current.current().to_string());
         }
         let token = home::write_new_token(&self.home)?;
-        if let Some(guard) = &self.guard {
-            guard.replace(&token);
-        }
+        self.current.replace(&token);
         tracing::info!(rotate, "a new API token was written");
         Ok(token)
     }

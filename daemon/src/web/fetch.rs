@@ -85,6 +85,11 @@ pub enum FetchError {
         ip: std::net::IpAddr,
         kind: &'static str,
     },
+    #[error(
+        "refused: {0} is this daemon's own listener; web_fetch never reaches the daemon, \
+         whatever [web] allow_hosts says"
+    )]
+    OwnListener(std::net::SocketAddr),
     #[error("cannot resolve {0}: {1}")]
     Dns(String, String),
     #[error("more than {0} redirects")]
@@ -185,6 +190,12 @@ impl Web {
         };
         if addrs.is_empty() {
             return Err(FetchError::Dns(host, "no addresses".into()));
+        }
+        if let Some(own) = addrs
+            .iter()
+            .find(|addr| super::policy::is_own_listener(**addr))
+        {
+            return Err(FetchError::OwnListener(*own));
         }
         if self.settings.allow.allows(&host, port) {
             return Ok(addrs);

@@ -6,8 +6,52 @@
 //! public unicast address counts as not public: loopback, private (RFC 1918, IPv6 ULA),
 //! link-local, CGNAT, multicast, broadcast, unspecified, documentation, benchmarking,
 //! reserved, and IPv6 forms that embed an IPv4 address which is itself not public.
+//!
+//! Above every rule: the daemon's own listeners are never reached ([`is_own_listener`]),
+//! whatever `allow_hosts` says: an entry such as `localhost` must not let an agent read or
+//! drive its own daemon.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{PoisonError, RwLock};
+
+/// The daemon's TCP listeners (set once they are bound).
+static OWN_LISTENERS: RwLock<Vec<SocketAddr>> = RwLock::new(Vec::new());
+
+/// Records the daemon's own TCP listener, which `web_fetch` must never reach.
+pub fn set_own_listener(addr: SocketAddr) {
+    let mut own = OWN_LISTENERS
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    if !own.contains(&addr) {
+        own.push(addr);
+    }
+}
+
+/// Whether a connection to `addr` would reach one of the daemon's own listeners: same port,
+/// and the listener's address, or any address of this machine when it listens on all of
+/// them (loopback always counts: a loopback listener answers any 127.x or ::1 name of it).
+pub fn is_own_listener(addr: SocketAddr) -> bool {
+    let own = OWN_LISTENERS.read().unwrap_or_else(PoisonError::into_inner);
+    own.iter().any(|listener| {
+        listener.port() == addr.port()
+            && (listener.ip() == addr.ip()
+                || addr.ip().is_loopback()
+                || addr.ip().is_unspecified()
+                || (listener.ip().is_unspecified() && is_local_address(addr.ip())))
+    })
+}
+
+/// Whether `ip` is one of this machine's interface addresses.
+fn is_local_address(ip: IpAddr) -> bool {
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
+        // Cannot tell: take it for ours (refusing a fetch is the safe mistake).
+        return true;
+    };
+    interfaces.filter_map(|i| i.address).any(|address| {
+        address.as_sockaddr_in().map(|v4| IpAddr::from(v4.ip())) == Some(ip)
+            || address.as_sockaddr_in6().map(|v6| IpAddr::from(v6.ip())) == Some(ip)
+    })
+}
 
 /// Why an address is not public (`None`: it is).
 pub fn non_public(ip: IpAddr) -> Option<&'static str> {
@@ -140,6 +184,22 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_daemons_own_listener_is_never_reachable() {
+        set_own_listener("127.0.0.1:48787".parse().unwrap());
+        for own in [
+            "127.0.0.1:48787",
+            "127.0.0.2:48787",
+            "[::1]:48787",
+            "0.0.0.0:48787",
+        ] {
+            assert!(is_own_listener(own.parse().unwrap()), "{own}");
+        }
+        for other in ["127.0.0.1:48788", "93.184.216.34:48787"] {
+            assert!(!is_own_listener(other.parse().unwrap()), "{other}");
+        }
     }
 
     #[test]

@@ -168,7 +168,7 @@ async fn person_flow(browser: &Browser, size: Viewport) {
     mock.push(Reply::text("never seen").delay(Duration::from_secs(120)));
     let daemon = TestDaemon::start_with_model(&mock, "openai", &[("DOCKER_HOST", NO_DOCKER)]).await;
     browser.set_viewport(size).await;
-    browser.goto(&daemon.url("/")).await;
+    browser.goto(&daemon.login_url().await).await;
     browser
         .wait_js(
             "the board",

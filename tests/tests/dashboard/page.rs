@@ -22,7 +22,7 @@ async fn model_text_with_html_and_script_links_renders_inert() {
         let task = lazyboy_tests::create_task(&daemon, "writer", "say it", None).await;
         wait_task_finished(&daemon, &task).await;
         browser.set_viewport(size).await;
-        browser.goto(&daemon.url("/")).await;
+        browser.goto(&daemon.login_url().await).await;
         browser
             .click("//nav[@aria-label='Agents']//button[@data-name='writer']")
             .await;
@@ -73,7 +73,7 @@ async fn the_app_installs_and_opens_offline() {
         daemon.pin_port();
         browser.set_viewport(size).await;
         // localhost (not 127.0.0.1): the name a person types, and a secure context too.
-        let url = daemon.url("/").replace("127.0.0.1", "localhost");
+        let url = daemon.login_url().await.replace("127.0.0.1", "localhost");
         browser.goto(&url).await;
         let worker = browser
             .wait_js(
@@ -203,8 +203,8 @@ async fn while_hidden_it_notifies_and_catches_up_when_shown() {
         mock.push(Reply::text("paid"));
         let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
         lazyboy_tests::add_agent(&daemon, "payer").await;
-        let url = daemon.url("/").replace("127.0.0.1", "localhost");
-        let origin = url.trim_end_matches('/').to_owned();
+        let url = daemon.login_url().await.replace("127.0.0.1", "localhost");
+        let origin = daemon.url("").replace("127.0.0.1", "localhost");
         browser
             .cdp(
                 "Browser.grantPermissions",

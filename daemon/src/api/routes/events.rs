@@ -64,12 +64,17 @@ pub struct PageQuery {
     limit: Option<u32>,
 }
 
+/// The most events one page holds, whatever `limit` asks.
+pub const MAX_PAGE: u32 = 1000;
+/// A page stops early once its body passes this many bytes (big tool results), so no
+/// request makes the daemon build an unbounded answer; the reader goes on from the last seq.
+pub const MAX_PAGE_BYTES: usize = 8 << 20;
+
 /// `GET /api/events/page`: a JSON page of the log, for readers that do not want a stream.
 pub async fn page(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
-    const MAX_PAGE: u32 = 10_000;
     let filter = match &query.agent {
         Some(name) => EventFilter {
             agent_id: Some(state.store.agent(name).await?.id),
@@ -86,6 +91,9 @@ pub async fn page(
     let mut body = String::from(r#"{"events":["#);
     for (i, event) in events.iter().enumerate() {
         if i > 0 {
+            if body.len() + event.json().len() > MAX_PAGE_BYTES {
+                break;
+            }
             body.push(',');
         }
         body.push_str(event.json());

@@ -26,6 +26,8 @@ pub async fn create(
     if request.objective.trim().is_empty() {
         return Err(ApiError::bad_request("the objective is empty"));
     }
+    // Checked first so an unknown agent is a 404, not a stray directory.
+    let agent = state.store.agent(&name).await?;
     let workspace = match request.workspace {
         Some(dir) => {
             let path = Path::new(&dir);
@@ -36,12 +38,9 @@ pub async fn create(
             }
             dir
         }
-        None => {
-            // Checked first so an unknown agent is a 404, not a stray directory.
-            let agent = state.store.agent(&name).await?;
-            agent_workspace(&state, &agent)?
-        }
+        None => agent_workspace(&state, &agent)?,
     };
+    super::agents::check_confined(agent.boundaries.sandbox(&agent.name), &workspace)?;
     let task = state
         .store
         .create_task(&name, request.objective.trim(), &workspace)
@@ -85,7 +84,7 @@ pub async fn list(
         ),
         None => None,
     };
-    let limit = query.limit.unwrap_or(200).clamp(1, 10_000);
+    let limit = query.limit.unwrap_or(200).clamp(1, 1000);
     let tasks = state
         .store
         .list_tasks(query.agent.as_deref(), wanted, limit)
