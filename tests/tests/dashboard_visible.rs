@@ -86,7 +86,7 @@ async fn an_approval_card_shows_every_line_and_every_hidden_character() {
     mock.push(Reply::text("one ran"));
 
     browser.set_viewport(SIZES[1]).await;
-    browser.goto(&daemon.url("/")).await;
+    browser.goto(&daemon.login_url().await).await;
     let task = create_task(&daemon, "careful", "check the build", None).await;
     waiting(&daemon, 2).await;
     // The overview of open questions (from /api/state), then the conversation's card.
@@ -220,7 +220,7 @@ fn samples() -> Vec<String> {
 async fn the_page_and_the_cli_make_the_same_characters_visible() {
     let browser = Browser::start().await;
     let daemon = TestDaemon::start().await;
-    browser.goto(&daemon.url("/")).await;
+    browser.goto(&daemon.login_url().await).await;
     let samples = samples();
     let page = browser
         .eval(

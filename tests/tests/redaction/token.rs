@@ -25,7 +25,7 @@ async fn token(daemon: &TestDaemon, rotate: bool) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_token_is_redacted_from_the_moment_it_is_written() {
     let mock = MockModel::start().await;
-    let (_home, daemon) = daemon_with_key(&mock, "mock-model", "").await;
+    let (_home, mut daemon) = daemon_with_key(&mock, "mock-model", "").await;
     add_agent(&daemon, "leaky").await;
     let ws = tempfile::tempdir().unwrap();
     let old = token(&daemon, false).await;
@@ -49,6 +49,9 @@ async fn a_rotated_token_is_redacted_from_the_moment_it_is_written() {
 
     let new = token(&daemon, true).await;
     assert_ne!(new, old);
+    // The old token no longer opens the API: the harness's client takes the new one, as a
+    // person's would.
+    daemon.http = lazyboy_tests::authenticated_http(&new);
     leak_file(ws.path(), "new.txt", &new);
     mock.push(Reply::tool_call(
         "b",
