@@ -90,7 +90,10 @@ pub async fn assert_clean_while_running(
 ) {
     let events = lazyboy_tests::output_of({
         let mut command = daemon.cli();
-        command.args(["events"]);
+        // As the person's shell would give it (the same value when it is the home's file).
+        command
+            .env("LAZYBOY_TOKEN", daemon.token())
+            .args(["events"]);
         command
     })
     .await;

@@ -1,6 +1,7 @@
 //! The API token is a secret the daemon knows from the moment it reads or writes
 //! `<home>/token`, and the one a rotation writes is registered at once: printed by a command
-//! (a copy found in a file), the old and the new token are stored redacted.
+//! (a copy found in a file), the old and the new token are stored redacted. A token given
+//! in `LAZYBOY_TOKEN` instead is a secret handed over at start, redacted the same.
 
 use super::*;
 
@@ -71,4 +72,35 @@ async fn a_rotated_token_is_redacted_from_the_moment_it_is_written() {
     assert!(out.contains("[redacted API token, hex]"), "{out}");
     mock.assert_clean();
     assert_nowhere(daemon, &mock, "leaky", &[&old, &new, KEY]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_from_lazyboy_token_is_redacted() {
+    const TOKEN: &str = "lb-env-token-7c1e9a3f5b2d8046a1e9c3b7";
+    let mock = MockModel::start().await;
+    let home = temp_home();
+    let config = model_config(&mock, "openai");
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let daemon = TestDaemon::start_in(home.path(), &[("LAZYBOY_TOKEN", TOKEN)]).await;
+    add_agent(&daemon, "leaky").await;
+    let ws = tempfile::tempdir().unwrap();
+    leak_file(ws.path(), "env.txt", TOKEN);
+    mock.push(Reply::tool_call(
+        "e",
+        "exec_command",
+        json!({"cmd": "cat env.txt; echo; base64 -w0 env.txt"}),
+    ));
+    mock.push(Reply::tool_call(
+        "m",
+        "send_message",
+        json!({"text": "read"}),
+    ));
+    mock.push(Reply::text("read"));
+    let task = create_task(&daemon, "leaky", "read the token", Some(ws.path())).await;
+    wait_task_finished(&daemon, &task).await;
+    let out = result_of(&task_events(&daemon, &task).await, "e");
+    assert!(out.contains("[redacted LAZYBOY_TOKEN]"), "{out}");
+    assert!(out.contains("[redacted LAZYBOY_TOKEN, base64]"), "{out}");
+    mock.assert_clean();
+    assert_nowhere(daemon, &mock, "leaky", &[TOKEN]).await;
 }
