@@ -69,6 +69,27 @@ fn mask_ids(text: &str) -> String {
     out
 }
 
+/// A command's run time (" after 1.2 s") differs between runs of the same command, more so
+/// on a loaded machine; it is masked too, so the same command with the same output is the
+/// same result however long it took.
+fn mask_durations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" after ") {
+        out.push_str(&rest[..at + 7]);
+        rest = &rest[at + 7..];
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if digits > 0 && rest[digits..].starts_with(" s") {
+            out.push('*');
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn hash_of(parts: &[&str]) -> u64 {
     let mut hasher = DefaultHasher::new();
     parts.hash(&mut hasher);
@@ -103,7 +124,7 @@ impl LoopGuard {
         if !counts(effect) || progress {
             return Fuse::Continue;
         }
-        let output = &mask_ids(output);
+        let output = &mask_durations(&mask_ids(output));
         let call = hash_of(&[name, arguments, output]);
         if self.last_call == Some(call) {
             self.same_call_run += 1;
@@ -289,6 +310,20 @@ mod tests {
             false,
         );
         assert!(matches!(second, Fuse::Remind(_)));
+    }
+
+    #[test]
+    fn durations_are_masked_but_nothing_else() {
+        assert_eq!(
+            mask_durations("cmd-1 exited with code 0 after 0.1 s\noutput:\nsame"),
+            mask_durations("cmd-1 exited with code 0 after 12.0 s\noutput:\nsame"),
+        );
+        assert_eq!(mask_durations("after 3 days"), "after 3 days");
+        assert_eq!(mask_durations("ran after 2.5 s."), "ran after * s.");
+        assert_ne!(
+            mask_durations("after 0.1 s\noutput:\na"),
+            mask_durations("after 0.1 s\noutput:\nb")
+        );
     }
 
     #[test]
