@@ -104,9 +104,17 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::continue_task(&client, &task, cli.json).await
         }
-        Command::Approve { task, for_task } => {
+        Command::Approve {
+            task,
+            for_task,
+            show,
+        } => {
             daemon_proc::ensure_running(&client).await?;
-            commands::approve::approve(&client, &task, for_task, cli.json).await
+            if show {
+                commands::approve::show(&client, &task, cli.json).await
+            } else {
+                commands::approve::approve(&client, &task, for_task, cli.json).await
+            }
         }
         Command::Deny { task, reason } => {
             daemon_proc::ensure_running(&client).await?;

@@ -103,8 +103,11 @@ pub enum Command {
     Approve {
         task: String,
         /// Also approve the same call (same command, file or URL) for the rest of the task.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "show")]
         for_task: bool,
+        /// Approve nothing: print the whole call the task waits on, every line, nothing cut.
+        #[arg(long)]
+        show: bool,
     },
     /// Deny the call a task waits on: it never runs; the agent is told why.
     Deny {

@@ -10,3 +10,4 @@ pub mod daemon_proc;
 pub mod reach;
 pub mod render;
 pub mod service_file;
+pub mod visible;

@@ -303,7 +303,9 @@ impl Config {
     /// `LAZYBOY_DATABASE_URL`, else `database_url`. Read when asked, not at load: the
     /// variable is a secret, handed over after the config was first read.
     pub fn database_url(&self) -> Option<String> {
-        env("LAZYBOY_DATABASE_URL").or_else(|| self.file.database_url.clone())
+        env("LAZYBOY_DATABASE_URL")
+            .or_else(|| self.file.database_url.clone())
+            .inspect(|url| crate::redact::register("database_url", url))
     }
 
     /// The price of `model`, if the config gives one.

@@ -16,6 +16,7 @@ pub mod heartbeat;
 pub mod home;
 pub mod mcp;
 pub mod providers;
+pub mod redact;
 pub mod sandbox;
 pub mod secrets;
 pub mod store;
