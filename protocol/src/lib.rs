@@ -19,6 +19,8 @@ mod events;
 pub use events::*;
 mod tasks;
 pub use tasks::*;
+/// The team as MCP tools (`/mcp`, `lazyboy mcp serve`).
+pub mod mcp_server;
 mod boundaries;
 pub use boundaries::{
     APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,

@@ -22,6 +22,7 @@ mod batch;
 pub mod doctor;
 mod files;
 mod fleet;
+mod jobs;
 pub mod fuse;
 pub mod history;
 mod person;
@@ -50,6 +51,7 @@ use tracing::Instrument;
 
 use crate::config::Config;
 pub use files::FileError;
+pub use jobs::JobError;
 pub use person::{Delivered, MessageError};
 
 use crate::store::{AgentRow, Store, StoreError, TaskRow};
