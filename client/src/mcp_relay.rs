@@ -114,10 +114,13 @@ pub async fn serve(client: Client, agents: Option<String>) -> anyhow::Result<i32
         };
         let method = message.get("method").and_then(Value::as_str);
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
+        let is_response = message.get("result").is_some() || message.get("error").is_some();
         match (method, id) {
             // The handshake comes first and alone: the client waits for its answer.
             (Some("initialize"), Some(id)) => relay.request(id, message).await,
-            (Some(_), Some(id)) => {
+            // A request, or something with an id that is no response (the daemon says
+            // what is wrong with it, and the answer carries the id).
+            (_, Some(id)) if !is_response => {
                 let key = id.to_string();
                 let task = tokio::spawn({
                     let relay = relay.clone();
@@ -278,15 +281,17 @@ impl Relay {
             ("content-type", "application/json".to_owned()),
             ("accept", "application/json, text/event-stream".to_owned()),
         ];
+        let own = per_request_headers(message);
         if !is_initialize {
             let session = self.lock_session();
             if let Some(id) = &session.id {
                 headers.push(("mcp-session-id", id.clone()));
             }
-            if let Some(version) = &session.version {
+            if let (Some(version), true) = (&session.version, own.is_empty()) {
                 headers.push(("mcp-protocol-version", version.clone()));
             }
         }
+        headers.extend(own);
         if let Some(agents) = &self.agents {
             headers.push((SCOPE_HEADER, agents.clone()));
         }
@@ -312,7 +317,9 @@ impl Relay {
             self.adopt_session(&response);
         }
         let mut answered = id.is_none();
+        let mut wrote = false;
         let read = each_message(response, |reply| {
+            wrote = true;
             if is_initialize {
                 self.adopt_version(reply);
             }
@@ -321,6 +328,11 @@ impl Relay {
             self.write(reply);
         })
         .await;
+        if id.is_none() && !status.is_success() && !wrote && status != StatusCode::NOT_FOUND {
+            // A notification is never answered, but a message the daemon could not take
+            // at all (not JSON-RPC) gets an error without an id, as JSON-RPC says.
+            self.error(&Value::Null, -32600, format!("lazyboyd refused the message ({status})"));
+        }
         if answered {
             return Posted::Done;
         }
@@ -365,6 +377,55 @@ async fn each_message(
         }
     }
     Ok(())
+}
+
+/// The headers a request of the 2026-07-28 protocol carries beside its body (over HTTP a
+/// client sends them itself; on stdio there are none, so the relay derives them): the
+/// version its `_meta` names, and from that version on, the method and its target (SEP-2243).
+fn per_request_headers(message: &Value) -> Vec<(&'static str, String)> {
+    let Some(version) = message
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str)
+    else {
+        return Vec::new();
+    };
+    let mut headers = vec![("mcp-protocol-version", version.to_owned())];
+    let method = message.get("method").and_then(Value::as_str);
+    if version >= "2026-07-28"
+        && let Some(method) = method
+    {
+        headers.push(("mcp-method", method.to_owned()));
+        let key = match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+            _ => None,
+        };
+        if let Some(name) = key
+            .and_then(|k| message.get("params")?.get(k))
+            .and_then(Value::as_str)
+        {
+            headers.push(("mcp-name", header_value(name)));
+        }
+    }
+    headers
+}
+
+/// A value as an HTTP header carries it: as is when it is plain visible ASCII, else
+/// base64 between the SEP-2243 markers.
+fn header_value(value: &str) -> String {
+    let plain = !value.starts_with([' ', '\t'])
+        && !value.ends_with([' ', '\t'])
+        && value.chars().all(|c| (' '..='~').contains(&c));
+    if plain {
+        value.to_owned()
+    } else {
+        use base64::Engine;
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    }
 }
 
 /// Whether sending `message` twice is harmless.

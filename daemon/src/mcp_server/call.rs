@@ -26,6 +26,9 @@ use super::{status, wait};
 use crate::agent::{AnswerError, JobError, MessageError, Runtime};
 use crate::store::{StoreError, TaskRow};
 
+/// How long `stop_task` waits for a running task to record its end.
+const STOP_SETTLE: Duration = Duration::from_secs(10);
+
 /// Why a call did nothing (or, for `Internal`, failed inside).
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
@@ -219,7 +222,9 @@ impl Call<'_> {
                 let args: TaskOnly = parse("stop_task", args)?;
                 let task = self.task(&args.task).await?;
                 self.runtime.stop(&task.id).await?;
-                Ok(Done::task(&self.status(&task.id).await?))
+                // A running loop records `cancelled` a moment later: show the end, not the
+                // stop request (bounded: another daemon's task stops at its next renewal).
+                Ok(Done::task(&self.wait(&task, STOP_SETTLE).await?))
             }
             "task_files" => {
                 let args: TaskOnly = parse("task_files", args)?;

@@ -75,6 +75,5 @@ pub async fn read(call: &Call<'_>, uri: &str) -> Result<ReadResourceResult, McpE
             "blob": base64::engine::general_purpose::STANDARD.encode(error.into_bytes()),
         }),
     };
-    serde_json::from_value(json!({"contents": [contents]}))
-        .map_err(|e| McpError::internal_error(format!("cannot build the result: {e}"), None))
+    super::built(json!({"contents": [contents]}))
 }

@@ -109,7 +109,12 @@ impl Team {
     }
 }
 
-fn built<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
+/// A result type from its JSON. Marked complete (`resultType`, which 2026-07-28 requires; rmcp
+/// drops it for clients of older versions).
+fn built<T: serde::de::DeserializeOwned>(mut value: Value) -> Result<T, McpError> {
+    if let Some(object) = value.as_object_mut() {
+        object.insert("resultType".to_owned(), json!("complete"));
+    }
     serde_json::from_value(value)
         .map_err(|e| McpError::internal_error(format!("cannot build the result: {e}"), None))
 }
