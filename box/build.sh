@@ -5,6 +5,8 @@
 #   box/build.sh --check  exit 0 if lazyboy/box:<hash> exists, 1 if a build is needed
 #   box/build.sh --tag    print lazyboy/box:<hash> for the current sources
 #   box/build.sh --force  build even if the image exists (docker's layer cache still applies)
+#   BOX_REPO=name/x box/build.sh ...  the same under another name (default lazyboy/box), e.g.
+#                         to try a changed image on a machine whose other users want :latest
 #
 # <hash> covers what goes into the image (Dockerfile and rootfs/, names, modes and contents),
 # so editing this script, smoke.sh or the README does not force a rebuild.
@@ -31,7 +33,8 @@ esac
 # sources hashes the same.
 hash=$(tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --mode=a+rX,go-w \
          -cf - Dockerfile rootfs | sha256sum | cut -c1-12)
-image="lazyboy/box:$hash"
+repo=${BOX_REPO:-lazyboy/box}
+image="$repo:$hash"
 [ "$mode" = tag ] && { echo "$image"; exit 0; }
 
 docker info >/dev/null 2>&1 \
@@ -43,7 +46,7 @@ if [ "$mode" = check ]; then
 fi
 if [ "$mode" = build ] && docker image inspect "$image" >/dev/null 2>&1; then
   log "$image is up to date"
-  docker tag "$image" lazyboy/box:latest
+  docker tag "$image" "$repo:latest"
   exit 0
 fi
 
@@ -103,12 +106,12 @@ fi
 log "building $image from $base"
 t0=$SECONDS
 docker build --build-arg "BASE=$base" --label "lazyboy.box.hash=$hash" \
-    -t "$image" -t lazyboy/box:latest . \
+    -t "$image" -t "$repo:latest" . \
   || die "docker build failed"
 log "built $image in $((SECONDS - t0)) s ($(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1/1e6}'))"
 
-# Older lazyboy/box:<hash> images are dead weight (~1.1 GB each); rmi refuses the ones a
+# Older $repo:<hash> images are dead weight (~1.1 GB each); rmi refuses the ones a
 # container still uses, which is what we want.
-for old in $(docker images lazyboy/box --format '{{.Tag}}'); do
-  [ "$old" = latest ] || [ "$old" = "$hash" ] || docker rmi "lazyboy/box:$old" >/dev/null 2>&1 || true
+for old in $(docker images "$repo" --format '{{.Tag}}'); do
+  [ "$old" = latest ] || [ "$old" = "$hash" ] || docker rmi "$repo:$old" >/dev/null 2>&1 || true
 done

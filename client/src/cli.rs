@@ -292,6 +292,11 @@ pub struct AgentSettings {
     /// read-only, or off (unconfined; the default for `default`).
     #[arg(long, value_parser = ["workspace-write", "read-only", "off"])]
     pub sandbox: Option<String>,
+    /// Whether its workspace-write commands may change the repositories' .git (config,
+    /// hooks, the index: what git runs programs from, as you): true, or false (the default:
+    /// read-only, so its commands cannot commit).
+    #[arg(long, value_name = "BOOL")]
+    pub git_write: Option<bool>,
     /// The MCP servers its tasks get, comma-separated names of [mcp.servers.NAME] in
     /// config.toml; "" for none.
     #[arg(long)]

@@ -142,6 +142,14 @@ pub fn agent_details(agent: &Agent, now_ms: i64) -> String {
         }
     };
     out.push_str(&format!("sandbox:      {}\n", agent.sandbox.as_str()));
+    if agent.sandbox == lazyboy_protocol::Sandbox::WorkspaceWrite {
+        let git = if agent.git_write {
+            "writable (--git-write true)"
+        } else {
+            "read-only"
+        };
+        out.push_str(&format!("git dirs:     {git}\n"));
+    }
     out.push_str(&format!(
         "approve:      {}\n",
         list(

@@ -53,7 +53,7 @@ pub fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(crate::confine::HELPER_FLAG))
     {
-        return crate::confine::landlock::helper_main();
+        return crate::confine::helper::helper_main();
     }
     let args = Args::parse();
     match start(args) {
@@ -98,6 +98,7 @@ fn start(args: Args) -> anyhow::Result<()> {
     crate::tools::set_user_umask(user_umask.bits());
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
     crate::confine::set_home(&home);
+    crate::tools::workspace::set_home(&home);
     let lock = home::lock(&home)?;
     let _log_guard = crate::telemetry::init(&home, !args.detach);
 

@@ -95,14 +95,8 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         }),
     };
     tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
-    match confine::status() {
-        Ok(what) => tracing::info!(sandbox = %what, "agents' host commands can be confined"),
-        Err(why) => tracing::warn!(
-            %why,
-            "agents' host commands cannot be confined here: agents whose sandbox is not `off` \
-             will have their commands refused"
-        ),
-    }
+    // The sandbox's layers, and the tasks' cgroups (what a dead daemon left is killed now).
+    confine::start(&daemon.home);
     tokio::spawn(confine::reaper::run(shutdown.clone()));
 
     let router = api::tcp_router(state.clone(), daemon.guard).into_make_service();

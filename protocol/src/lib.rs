@@ -129,6 +129,10 @@ pub struct CreateAgent {
     /// Where its host commands may write (default: `workspace-write`; `off` for `default`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Sandbox>,
+    /// Its `workspace-write` commands may change the repositories' git directories (config,
+    /// hooks, the index: what git runs programs from); default `false`, read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_write: Option<bool>,
 }
 
 /// `PATCH /api/agents/{name}`: only the fields given change; an empty string clears `model`
@@ -156,6 +160,8 @@ pub struct UpdateAgent {
     pub allow: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Sandbox>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_write: Option<bool>,
 }
 
 /// An agent as the API shows it, with what it is doing now.
@@ -202,6 +208,9 @@ pub struct Agent {
     /// Where its host commands may write (the value in force, default included).
     #[serde(default)]
     pub sandbox: Sandbox,
+    /// Its `workspace-write` commands may change the repositories' git directories.
+    #[serde(default)]
+    pub git_write: bool,
 }
 
 /// What an agent is doing, from its tasks.

@@ -1,6 +1,7 @@
 //! Box benchmarks, against the real engine and image: cold start (create → CDP answers),
-//! `box_shell true`, `screenshot`, `browser_snapshot` of a 1,000-element page, and
-//! `browser_click` → the next snapshot. Tool times are the daemon's own, from each call's
+//! `box_shell true`, `screenshot`, `browser_snapshot` of a 1,000-element page,
+//! `browser_click` → the next snapshot, and a person's takeover: `/novnc/websockify` opened
+//! until the first RFB bytes (the VNC server's greeting) arrive. Tool times are the daemon's own, from each call's
 //! `tool_call` to its `tool_result` event (model round trips excluded).
 //!
 //! `cargo bench -p lazyboy-tests --bench box` — prints a markdown table for
@@ -70,6 +71,11 @@ async fn run() {
         starts.push(started.elapsed());
     }
     test_box.serve().await;
+
+    let mut greetings = Vec::new();
+    for _ in 0..if quick() { 2 } else { 5 } {
+        greetings.push(rfb_greeting(&daemon).await);
+    }
 
     let mut calls = Vec::new();
     for i in 0..reps {
@@ -144,6 +150,30 @@ async fn run() {
         "| `browser_click` → next `browser_snapshot` | {} | < 250 ms |",
         ms(median(click_then))
     );
+    println!(
+        "| takeover: `/novnc/websockify` → RFB greeting | {} | < 1 s |",
+        ms(median(greetings))
+    );
     mock.assert_clean();
     daemon.stop();
+}
+
+/// How long from opening the desktop's websocket to the VNC server's first bytes.
+async fn rfb_greeting(daemon: &lazyboy_tests::TestDaemon) -> Duration {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let url = daemon.url("/novnc/websockify").replace("http://", "ws://");
+    let mut request = url.into_client_request().unwrap();
+    let protocol = "binary".parse().unwrap();
+    request
+        .headers_mut()
+        .insert("Sec-WebSocket-Protocol", protocol);
+    let bearer = format!("Bearer {}", daemon.token()).parse().unwrap();
+    request.headers_mut().insert("Authorization", bearer);
+    let started = Instant::now();
+    let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let first = ws.next().await.unwrap().unwrap();
+    let took = started.elapsed();
+    assert!(first.into_data().starts_with(b"RFB 003."));
+    took
 }

@@ -1,5 +1,6 @@
 //! The box in tests: a container and volume of its own per test (`LAZYBOY_BOX_NAME`),
-//! removed on drop, against the real engine and the real image; the box tests never skip.
+//! removed on drop, against the real engine and the real image (`lazyboy/box:latest`, or
+//! `LAZYBOY_BOX_IMAGE`, which the daemons under test read too); the box tests never skip.
 //! A missing engine or image fails loudly with what to run (`scripts/test` does both).
 
 use std::process::{Command, Stdio};
@@ -18,6 +19,15 @@ pub struct TestBox {
 
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The image the daemons under test run: `LAZYBOY_BOX_IMAGE` (which the daemon reads too),
+/// else `lazyboy/box:latest`.
+pub fn image() -> String {
+    std::env::var("LAZYBOY_BOX_IMAGE")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "lazyboy/box:latest".to_owned())
+}
+
 /// Fails the test unless an engine answers and the image is built.
 pub fn require_docker() {
     let info = Command::new("docker")
@@ -30,14 +40,15 @@ pub fn require_docker() {
         "no Docker engine answers: run scripts/ensure-docker (as root) or start Docker; the \
          box tests need a real engine and never skip"
     );
-    let image = Command::new("docker")
-        .args(["image", "inspect", "lazyboy/box:latest"])
+    let image = image();
+    let found = Command::new("docker")
+        .args(["image", "inspect", &image])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
     assert!(
-        image.is_ok_and(|s| s.success()),
-        "the image lazyboy/box:latest is missing: run box/build.sh (scripts/test does)"
+        found.is_ok_and(|s| s.success()),
+        "the image {image} is missing: run box/build.sh (scripts/test does)"
     );
 }
 
@@ -79,6 +90,31 @@ impl TestBox {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `docker inspect -f FORMAT` of the container, trimmed (panics on failure).
+    pub fn inspect(&self, format: &str) -> String {
+        let out = Command::new("docker")
+            .args(["inspect", "-f", format, &self.name])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "docker inspect {}: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// What `docker port` says the container publishes on the host (empty: nothing).
+    pub fn published(&self) -> String {
+        let out = Command::new("docker")
+            .args(["port", &self.name])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "docker port {}", self.name);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     /// Whether the container runs.

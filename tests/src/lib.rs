@@ -10,6 +10,7 @@
     reason = "test harness: a failure is a test failure"
 )]
 
+pub mod attacks;
 pub mod bench;
 pub mod boxes;
 pub mod browser;
@@ -290,7 +291,7 @@ impl TestDaemon {
         }
     }
 
-    /// Stops the daemon with SIGTERM and asserts a clean, prompt shutdown.
+    /// Stops the daemon with SIGTERM and asserts a clean shutdown (within 30 s: a hang).
     pub fn stop(mut self) {
         let (status, took) = self.terminate();
         assert!(
@@ -298,7 +299,9 @@ impl TestDaemon {
             "lazyboyd exited with {status}:\n{}",
             stderr_of(&self.home)
         );
-        assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+        // Only a hang fails here (a loaded 2-core machine may take a few seconds); how long a
+        // shutdown takes is measured by the foundation bench.
+        assert!(took < Duration::from_secs(30), "shutdown took {took:?}");
         assert!(
             !self.home.join(paths::SOCKET).exists(),
             "the socket file outlived a clean shutdown"

@@ -1,7 +1,8 @@
 //! The person in the box: `request_box_help` ends the turn with a question carrying the
 //! takeover link, the person holds the box, their answer resumes the same task and its next
 //! request says so (look again); and `/novnc/` over the daemon: the page loads and its
-//! websocket speaks RFB, and a non-loopback listener without the token refuses both.
+//! websocket speaks RFB, and a non-loopback listener without the token refuses both; in a
+//! real browser, noVNC shows the desktop and a click moves the box's pointer.
 
 use std::time::Duration;
 
@@ -252,5 +253,58 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
     assert_eq!(page.status(), 200);
     let greeting = rfb_greeting(&base, Some(token)).await.unwrap();
     assert!(greeting.starts_with(b"RFB 003.00"));
+    daemon.stop();
+}
+
+/// The dashboard's takeover in a real browser: `/novnc/` loads noVNC's modules (served with
+/// their JavaScript type from the files the daemon read out of the box), connects through the
+/// daemon's bridge to a VNC server in the box and draws the 1280x800 desktop; a click on it
+/// moves the box's own pointer there.
+#[tokio::test]
+async fn novnc_in_a_real_browser_shows_the_desktop_and_takes_the_mouse() {
+    let test_box = TestBox::new();
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "openai", &test_box).await;
+    start_with_site(&daemon, &test_box).await;
+    test_box.exec("root", "box-input mousemove 5 5");
+    let browser = lazyboy_tests::browser::Browser::start().await;
+    // Signed in first, as the dashboard's person is.
+    browser.goto(&daemon.login_url().await).await;
+    browser.goto(&daemon.url("/novnc/")).await;
+    let size = browser
+        .wait_js(
+            "the box's desktop on noVNC's canvas",
+            "const c = document.querySelector('#noVNC_container canvas'); \
+             return c && c.width > 0 ? [c.width, c.height] : null;",
+        )
+        .await;
+    assert_eq!(size, json!([1280, 800]));
+    browser
+        .client
+        .find(fantoccini::Locator::Css("#noVNC_container canvas"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The canvas is scaled to the window: its middle is the desktop's middle.
+    let at = wait_for(Duration::from_secs(20), "the box's pointer to move", || {
+        let test_box = &test_box;
+        async move {
+            let said = test_box.exec("root", "box-input getmouselocation");
+            let xy: Vec<i64> = said
+                .split_whitespace()
+                .take(2)
+                .filter_map(|f| f.split_once(':')?.1.parse().ok())
+                .collect();
+            (xy.len() == 2 && xy != [5, 5]).then_some(xy)
+        }
+    })
+    .await;
+    assert!(
+        (at[0] - 640).abs() <= 8 && (at[1] - 400).abs() <= 8,
+        "the pointer is at {at:?}"
+    );
+    browser.close().await;
     daemon.stop();
 }

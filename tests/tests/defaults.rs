@@ -75,7 +75,8 @@ async fn exec_command_backgrounds_after_30_s_and_heartbeats_every_20_s() {
         .unwrap();
     assert!(result.contains("still running as cmd-"), "{result}");
     assert!(result.contains("after 30.0 s"), "{result}");
-    // The call's heartbeats: one at 20 s (none at 30 s: the call had returned by then).
+    // The call's heartbeats: one, due at 20 s (the default), none at 40 s. A loaded machine
+    // may record it late, never early; the call returned at 30 s, so one is all there is.
     let beats: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
@@ -87,7 +88,7 @@ async fn exec_command_backgrounds_after_30_s_and_heartbeats_every_20_s() {
         })
         .collect();
     assert_eq!(beats.len(), 1, "{beats:?}");
-    assert!((19_500..21_500).contains(&beats[0]), "{beats:?}");
+    assert!((19_500..30_000).contains(&beats[0]), "{beats:?}");
     daemon.stop();
 }
 
@@ -187,7 +188,7 @@ async fn a_parent_checks_messages_and_stops_its_subagent() {
                     return Reply::tool_call(
                         "long",
                         "exec_command",
-                        json!({"cmd": "touch waiting; while [ ! -e go ]; do sleep 0.05; done; echo went > went.txt", "block_until_ms": 60000}),
+                        json!({"cmd": "echo $$ > pid.txt; touch waiting; while [ ! -e go ]; do sleep 0.05; done", "block_until_ms": 60000}),
                     );
                 }
                 return Reply::text("went");
@@ -285,10 +286,22 @@ async fn a_parent_checks_messages_and_stops_its_subagent() {
         .await
         .unwrap();
     assert_eq!(child.verdict, Some(Verdict::Cancelled));
-    assert!(
-        !ws.path().join("went.txt").exists(),
-        "the long command was stopped"
-    );
+    // The subagent's long command (it waits for a file nobody creates) was killed: its
+    // process group (it leads its own: pgid = its pid) is gone.
+    let pid: i32 = std::fs::read_to_string(ws.path().join("pid.txt"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_for(
+        Duration::from_secs(10),
+        "the subagent's command group to be killed",
+        || {
+            let gone = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), None).is_err();
+            std::future::ready(gone.then_some(()))
+        },
+    )
+    .await;
     daemon.stop();
 }
 

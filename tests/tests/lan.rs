@@ -15,15 +15,81 @@ fn stop(home: &std::path::Path) {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// A network namespace of the test's own with loopback and one LAN-like interface (one end of
+/// a veth pair, with [`LAN_IP`]), so what the daemon lists and serves on the LAN does not depend on this
+/// machine's interfaces. Deleted on drop. Needs root and `ip` (iproute2).
+struct Netns(String);
+
+/// The LAN interface's address in [`Netns`].
+const LAN_IP: &str = "10.77.0.2";
+
+impl Netns {
+    fn new() -> Netns {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test makes a network namespace with a LAN interface of its own and needs root \
+             (CI runs as root)"
+        );
+        let name = format!("lbt{}", std::process::id());
+        let ns = Netns(name.clone());
+        for args in [
+            vec!["netns", "add", &name],
+            vec!["-n", &name, "link", "set", "lo", "up"],
+            // A veth pair with both ends inside (these kernels have no `dummy` module).
+            vec![
+                "-n", &name, "link", "add", "lan0", "type", "veth", "peer", "name", "lan1",
+            ],
+            vec!["-n", &name, "addr", "add", "10.77.0.2/24", "dev", "lan0"],
+            vec!["-n", &name, "link", "set", "lan1", "up"],
+            vec!["-n", &name, "link", "set", "lan0", "up"],
+        ] {
+            let out = Command::new("ip").args(&args).output().unwrap_or_else(|e| {
+                panic!("`ip` is needed (apt-get install iproute2; scripts/test does): {e}")
+            });
+            assert!(out.status.success(), "ip {args:?}: {out:?}");
+        }
+        ns
+    }
+
+    /// `program` run inside the namespace.
+    fn command(&self, program: &std::path::Path) -> Command {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &self.0]).arg(program);
+        command
+    }
+
+    /// `curl ARGS` inside the namespace; its stdout.
+    fn curl(&self, args: &[&str]) -> String {
+        let out = self
+            .command(std::path::Path::new("curl"))
+            .arg("-s")
+            .args(args)
+            .output()
+            .expect("curl is needed (scripts/test installs it)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
 #[tokio::test]
 async fn daemon_start_lan_prints_one_time_login_links_and_qr_codes() {
     let home = temp_home();
-    let out = output_of({
-        let mut c = cli(home.path());
-        c.args(["daemon", "start", "--lan"]);
-        c
-    })
-    .await;
+    let ns = Netns::new();
+    // The CLI starts the daemon inside the namespace (it stays there); the CLI and the test
+    // reach it over the home's socket, which is a file and crosses namespaces.
+    let mut start = ns.command(&lazyboy_tests::bin("lazyboy"));
+    for (key, value) in cli(home.path()).get_envs() {
+        if let Some(value) = value {
+            start.env(key, value);
+        }
+    }
+    start.args(["daemon", "start", "--lan"]);
+    let out = output_of(start).await;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -53,56 +119,57 @@ async fn daemon_start_lan_prints_one_time_login_links_and_qr_codes() {
         "{}",
         health.url
     );
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    if health.lan_urls.is_empty() {
-        assert!(text.contains("no network interface"), "{text}");
-        println!("this machine has no LAN interface: only the loopback URL was checked");
-    }
+    let port = health.url.trim_end_matches('/').rsplit(':').next().unwrap();
+    let url = format!("http://{LAN_IP}:{port}/");
+    assert_eq!(
+        health.lan_urls,
+        std::slice::from_ref(&url),
+        "the namespace's one LAN address"
+    );
     assert!(
         !text.contains(&token),
         "the token is never printed in a URL: {text}"
     );
-    for url in &health.lan_urls {
-        // A login link, followed by its QR code (half blocks).
-        let prefix = format!("on the LAN: {url}login?code=");
-        let at = text
-            .find(&prefix)
-            .unwrap_or_else(|| panic!("{prefix} not in {text}"));
-        let line = text[at..].lines().next().unwrap();
-        let link = line.trim_start_matches("on the LAN: ").to_owned();
-        let qr: Vec<&str> = text[at + line.len() + 1..].lines().take(12).collect();
-        assert!(
-            qr.iter()
-                .all(|l| !l.is_empty() && l.chars().all(|c| " █▀▄".contains(c))),
-            "{qr:#?}"
-        );
-        let refused = http.get(format!("{url}api/state")).send().await.unwrap();
-        assert_eq!(refused.status(), 401, "{url} without the token");
-        let login = http.get(&link).send().await.unwrap();
-        assert_eq!(login.status(), 303, "{link}");
-        let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
-        let page = http
-            .get(url)
-            .header("cookie", cookie.split(';').next().unwrap())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(page.status(), 200);
-        let again = http.get(&link).send().await.unwrap();
-        assert_eq!(again.status(), 401, "{link} works once");
-    }
-    // The local URL keeps working for this machine (with the token too: the listener is
-    // not loopback-only any more).
-    let local = http
-        .get(format!("{}api/health", health.url))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(local.status(), 200);
+    // A login link, followed by its QR code (half blocks).
+    let prefix = format!("on the LAN: {url}login?code=");
+    let at = text
+        .find(&prefix)
+        .unwrap_or_else(|| panic!("{prefix} not in {text}"));
+    let line = text[at..].lines().next().unwrap();
+    let link = line.trim_start_matches("on the LAN: ").to_owned();
+    let qr: Vec<&str> = text[at + line.len() + 1..].lines().take(12).collect();
+    assert!(
+        qr.iter()
+            .all(|l| !l.is_empty() && l.chars().all(|c| " █▀▄".contains(c))),
+        "{qr:#?}"
+    );
+    let code =
+        |args: &[&str]| ns.curl(&[&["-o", "/dev/null", "-w", "%{http_code}"], args].concat());
+    assert_eq!(
+        code(&[&format!("{url}api/state")]),
+        "401",
+        "without a session"
+    );
+    // The link signs the phone in: a cookie, then the page.
+    let headers = ns.curl(&["-D", "-", "-o", "/dev/null", &link]);
+    assert!(headers.starts_with("HTTP/1.1 303"), "{headers}");
+    let cookie = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("no cookie: {headers}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(code(&["-H", &format!("cookie: {cookie}"), &url]), "200");
+    assert_eq!(code(&[&link]), "401", "{link} works once");
+    // The machine itself keeps reaching it by the loopback URL (with the token: the
+    // listener is not loopback-only any more).
+    let auth = format!("authorization: Bearer {token}");
+    assert_eq!(
+        code(&["-H", &auth, &format!("{}api/health", health.url)]),
+        "200"
+    );
     stop(home.path());
 }
 

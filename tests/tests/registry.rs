@@ -210,7 +210,16 @@ async fn stopping_a_task_that_waits_for_the_person_cancels_it_at_once() {
     let (status, text) = result_of(&events, "q").unwrap();
     assert_eq!(status, ToolStatus::Error);
     assert!(text.contains("stopped"), "{text}");
-    assert_eq!(mock.request_count(), 1, "nothing asked the model again");
+    // Had the stop queued the task again, its loop would run before the agent's next task
+    // (the queue is served oldest first, one task per agent at a time) and ask the model.
+    mock.push(Reply::text("next one done"));
+    let next = create_task(&daemon, "asker", "the next job", None).await;
+    wait_task_state(&daemon, &next, TaskState::Done).await;
+    assert_eq!(
+        mock.request_count(),
+        2,
+        "nothing asked the model again for the stopped task"
+    );
     daemon.stop();
 }
 

@@ -221,7 +221,17 @@ fn note(seen: &Seen, what: &str, headers: &HeaderMap, body: Value) {
         .push((what.to_owned(), headers.clone(), body));
 }
 
-/// One server speaking the four providers' wire formats, each under its own prefix.
+/// A provider's documented response body (`tests/fixtures/web_search/`, see its README).
+fn search_fixture(provider: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/web_search")
+        .join(format!("{provider}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// One server speaking the four providers' wire formats, each under its own prefix: the
+/// requests are checked as the providers check them, the answers are their documented
+/// bodies (the gateway's is ours).
 fn search_router(seen: Arc<Seen>) -> Router {
     Router::new()
         .route(
@@ -231,9 +241,7 @@ fn search_router(seen: Arc<Seen>) -> Router {
                 if q["format"] != "json" {
                     return (StatusCode::FORBIDDEN, "format not enabled").into_response();
                 }
-                axum::Json(json!({"query": q["q"], "answers": [], "results": [
-                    {"title": "SearX hit", "url": "https://searx.example/1", "content": "from searxng"}]}))
-                .into_response()
+                axum::Json(search_fixture("searxng")).into_response()
             }),
         )
         .route(
@@ -243,9 +251,7 @@ fn search_router(seen: Arc<Seen>) -> Router {
                 if headers.get("x-subscription-token").map(|v| v.as_bytes()) != Some(b"k-brave") {
                     return (StatusCode::UNAUTHORIZED, "bad token").into_response();
                 }
-                axum::Json(json!({"type": "search", "web": {"results": [
-                    {"title": "Brave hit", "url": "https://brave.example/1", "description": "from brave"}]}}))
-                .into_response()
+                axum::Json(search_fixture("brave")).into_response()
             }),
         )
         .route(
@@ -255,13 +261,7 @@ fn search_router(seen: Arc<Seen>) -> Router {
                 if body["tools"][0]["type"] != "web_search" || body["model"] != "grok-test" {
                     return (StatusCode::BAD_REQUEST, "no web_search tool").into_response();
                 }
-                axum::Json(json!({"id": "resp_1", "output": [
-                    {"type": "web_search_call", "status": "completed"},
-                    {"type": "message", "role": "assistant", "content": [{"type": "output_text",
-                        "text": "Rust 2.0 is out.", "annotations": [{"type": "url_citation",
-                        "url": "https://xai.example/news", "title": "xAI hit",
-                        "start_index": 0, "end_index": 8}]}]}]}))
-                .into_response()
+                axum::Json(search_fixture("xai")).into_response()
             }),
         )
         .route(
@@ -288,19 +288,19 @@ async fn web_search_speaks_each_providers_wire_format() {
             "searxng",
             format!("url = \"{base}/searx\""),
             &[],
-            "SearX hit",
+            "Tokio - An asynchronous Rust runtime",
         ),
         (
             "brave",
             format!("url = \"{base}/brave\""),
             &[("BRAVE_API_KEY", "k-brave")],
-            "Brave hit",
+            "Tokio - An asynchronous Rust runtime",
         ),
         (
             "xai",
             format!("url = \"{base}/xai\"\nmodel = \"grok-test\""),
             &[("XAI_API_KEY", "k-xai")],
-            "xAI hit",
+            "Tokio - An asynchronous Rust runtime",
         ),
         (
             "gateway",
@@ -331,6 +331,15 @@ async fn web_search_speaks_each_providers_wire_format() {
             "{provider}: {found}"
         );
         assert!(found.contains("https://"), "{provider}: {found}");
+        if provider != "gateway" {
+            // Every documented hit, in order, with its address.
+            assert!(found.contains("2. async_std - Rust"), "{provider}: {found}");
+            assert!(found.contains("https://tokio.rs/"), "{provider}: {found}");
+            assert!(
+                found.contains("https://docs.rs/async-std/latest/async_std/"),
+                "{provider}: {found}"
+            );
+        }
         // The key reaches the provider, never an agent's command.
         let (_, environment) = result_of(&events, "env");
         for (name, value) in env {

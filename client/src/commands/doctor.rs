@@ -2,9 +2,10 @@
 //! exit code 1 if a check fails (a `warn` is something optional left unset).
 //!
 //! The daemon checks what only it can (the config on disk, the model, each MCP server, web
-//! search: `GET /api/doctor`); this side checks the machine: Docker, the box image, and the
-//! login service. A daemon that cannot start is itself a failed check, and the machine's
-//! checks still run.
+//! search, and the sandbox's layers and cgroups: `GET /api/doctor`); this side checks the
+//! machine: Docker, the box image, and the login service (whose unit must delegate its
+//! cgroup to the daemon). A daemon that cannot start is itself a failed check, and the
+//! machine's checks still run.
 
 use std::process::{Command, Stdio};
 
@@ -16,6 +17,10 @@ use crate::render::clean;
 
 /// The image the box runs (see `box/`).
 pub const BOX_IMAGE: &str = "lazyboy/box:latest";
+/// The label naming the image's contract with the daemon, and the contract this CLI's
+/// daemon needs (no published ports: `box/README.md`).
+const BOX_API_LABEL: &str = "lazyboy.box.api";
+const BOX_API: u32 = 2;
 
 pub async fn run(client: &Client, json: bool) -> anyhow::Result<i32> {
     let mut checks = match daemon_proc::ensure_running(client).await {
@@ -125,17 +130,26 @@ fn box_image(docker_ok: bool) -> DoctorCheck {
             "fix Docker first, then build the box image (see box/README.md)",
         );
     }
+    let format = format!("{{{{.Id}}}} {{{{index .Config.Labels \"{BOX_API_LABEL}\"}}}}");
     match quietly(
         "docker",
-        &["image", "inspect", "--format", "{{.Id}}", BOX_IMAGE],
+        &["image", "inspect", "--format", &format, BOX_IMAGE],
     ) {
-        Some(out) if out.status.success() => ok(
-            "box image",
-            format!(
-                "{BOX_IMAGE} ({})",
-                String::from_utf8_lossy(&out.stdout).trim()
-            ),
-        ),
+        Some(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let (id, api) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
+            if api.trim().parse::<u32>().unwrap_or(0) < BOX_API {
+                return fail(
+                    "box image",
+                    format!(
+                        "{BOX_IMAGE} ({id}) is older than this version (it publishes the \
+                         browser's and the screen's ports)"
+                    ),
+                    "rebuild it: `lazyboy box build --force` (or box/build.sh)",
+                );
+            }
+            ok("box image", format!("{BOX_IMAGE} ({id})"))
+        }
         _ => fail(
             "box image",
             format!("{BOX_IMAGE} is not built"),
@@ -146,6 +160,23 @@ fn box_image(docker_ok: bool) -> DoctorCheck {
 
 fn service(client: &Client) -> DoctorCheck {
     match super::service::installed(client) {
+        // A unit written before the daemon put tasks in cgroups lacks the delegation.
+        Ok((true, file))
+            if file.extension().is_some_and(|e| e == "service")
+                && std::fs::read_to_string(&file)
+                    .is_ok_and(|unit| !unit.contains("Delegate=yes")) =>
+        {
+            DoctorCheck {
+                name: "service".to_owned(),
+                status: CheckStatus::Warn,
+                detail: format!(
+                    "installed ({}) without Delegate=yes: the daemon it starts cannot give \
+                     each task a cgroup",
+                    file.display()
+                ),
+                fix: Some("lazyboy service install (writes the current unit)".to_owned()),
+            }
+        }
         Ok((true, file)) => ok("service", format!("installed ({})", file.display())),
         Ok((false, file)) => fail(
             "service",

@@ -16,6 +16,7 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
             let node = settings.node.clone();
             let mcp = settings.mcp_list();
             let (approve, allow, sandbox) = settings.boundaries()?;
+            let settings_git_write = settings.git_write;
             let (instructions, model, workspace) = settings.resolve()?;
             let request = CreateAgent {
                 name,
@@ -27,6 +28,7 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
                 approve,
                 allow,
                 sandbox,
+                git_write: settings_git_write,
             };
             let agent: Agent = client
                 .call(Method::POST, "/api/agents", Some(&request))
@@ -49,8 +51,10 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
             let node = settings.node.clone();
             let mcp = settings.mcp_list();
             let (approve, allow, sandbox) = settings.boundaries()?;
+            let git_write = settings.git_write;
             let (instructions, model, workspace) = settings.resolve()?;
-            let boundaries = approve.is_some() || allow.is_some() || sandbox.is_some();
+            let boundaries =
+                approve.is_some() || allow.is_some() || sandbox.is_some() || git_write.is_some();
             if instructions.is_none()
                 && model.is_none()
                 && workspace.is_none()
@@ -60,7 +64,7 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
             {
                 anyhow::bail!(
                     "nothing to change: give --instructions, --instructions-file, --model, \
-                     --workspace, --node, --mcp, --approve, --allow or --sandbox"
+                     --workspace, --node, --mcp, --approve, --allow, --sandbox or --git-write"
                 );
             }
             let request = UpdateAgent {
@@ -72,6 +76,7 @@ pub async fn run(client: &Client, command: TeamCommand, json: bool) -> anyhow::R
                 approve,
                 allow,
                 sandbox,
+                git_write,
             };
             let path = format!("/api/agents/{name}");
             let agent: Agent = client.call(Method::PATCH, &path, Some(&request)).await?;

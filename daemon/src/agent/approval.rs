@@ -10,7 +10,7 @@
 //! of the batch in order, the approved call first, instead of marking those calls unknown
 //! or skipped. Once a call of it starts, ordinary recovery applies again.
 
-use std::path::Path;
+use std::sync::Arc;
 
 use lazyboy_protocol::{APPROVAL_OPTIONS, Decision, EventBody, TaskState, ToolStatus, Verdict};
 
@@ -20,6 +20,7 @@ use super::policy::{self, Policy};
 use super::turn::{Halt, Turn};
 use super::{AnswerError, Runtime};
 use crate::store::TaskRow;
+use crate::tools::workspace::Root;
 
 /// What the boundaries say about one call before it runs.
 pub(super) enum Gate {
@@ -44,7 +45,7 @@ impl Turn {
     }
 
     /// Whether `call` may run now, must wait for the person, or is refused by the sandbox.
-    pub(super) async fn gate(&mut self, call: &Call, workspace: &Path) -> Result<Gate, Halt> {
+    pub(super) async fn gate(&mut self, call: &Call, workspace: &Arc<Root>) -> Result<Gate, Halt> {
         // The sandbox first: an approval given before the agent became read-only does not
         // let a file tool write.
         if let Some(reason) = policy::refused(&self.policy, call.effect) {
@@ -94,7 +95,7 @@ impl Turn {
         &mut self,
         resume: Resume,
         history: &History,
-        workspace: &Path,
+        workspace: &Arc<Root>,
     ) -> Result<Option<(Verdict, String)>, Halt> {
         let calls = history.unanswered.clone();
         if calls.is_empty() {

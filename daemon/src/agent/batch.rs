@@ -10,7 +10,6 @@
 //! needs the person's approval pauses the batch (the calls after it wait, unanswered, and
 //! run in order once the person decides); one the sandbox refuses gets an error result.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -22,6 +21,7 @@ use super::approval::Gate;
 use super::fuse::Fuse;
 use super::turn::{Halt, Turn};
 use crate::confine::Confinement;
+use crate::tools::workspace::Root;
 use crate::tools::{self, Handled, Registry, ToolContext, ToolOutput, TurnEnd, exec};
 
 /// One call of a batch, parsed.
@@ -49,7 +49,7 @@ impl Turn {
         &mut self,
         calls: &[ToolCallRecord],
         several: bool,
-        workspace: &Path,
+        workspace: &Arc<Root>,
     ) -> Result<BatchEnd, Halt> {
         let end = self.run_calls(calls, several, workspace).await?;
         let skipped = match end {
@@ -81,7 +81,7 @@ impl Turn {
         &mut self,
         calls: &[ToolCallRecord],
         several: bool,
-        workspace: &Path,
+        workspace: &Arc<Root>,
     ) -> Result<BatchEnd, Halt> {
         let parsed: Vec<Call> = calls
             .iter()
@@ -181,7 +181,7 @@ impl Turn {
         &self,
         call: &Call,
         several: bool,
-        workspace: &Path,
+        workspace: &Arc<Root>,
     ) -> Result<Handled, String> {
         let name = call.record.name.as_str();
         let Some(tool) = self.tools.get(name) else {
@@ -209,15 +209,16 @@ impl Turn {
     }
 
     /// What a tool sees of this call: its commands run in the agent's sandbox.
-    pub(super) fn tool_context(&self, call: &Call, workspace: &Path) -> ToolContext {
-        let confinement = Confinement::new(self.policy.sandbox, workspace);
+    pub(super) fn tool_context(&self, call: &Call, workspace: &Arc<Root>) -> ToolContext {
+        let confinement = Confinement::new(self.policy.sandbox, workspace.path())
+            .with_git_write(self.policy.git_write);
         ToolContext {
-            workspace: workspace.to_path_buf(),
+            workspace: workspace.clone(),
             task_id: self.task.id.clone(),
             call: call.record.id.clone(),
             // Spill files are named by this; call ids repeat across tasks of one workspace.
             call_id: format!("{}-{}", self.task.id, call.record.id),
-            machine: Arc::new(exec::Host::confined(confinement)),
+            machine: Arc::new(exec::Host::confined(confinement).in_task(&self.task.id)),
             commands: self.rt.commands.clone(),
             scope: self.scope.clone(),
             cancel: self.cancel.clone(),

@@ -1,7 +1,8 @@
 //! The daemon's half of `lazyboy doctor`: the config as it is on disk now, the model (a
 //! tiny request, one attempt), each MCP server (started and listed), and web search (one
-//! query), and whether commands can be sandboxed here. Each check says what it found and,
-//! unless it is fine, what to do.
+//! query), and whether commands can be sandboxed here: Landlock's ABI and the rules it
+//! covers, seccomp, the mount namespace that protects git files, and the tasks' cgroups.
+//! Each check says what it found and, unless it is fine, what to do.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -72,35 +73,143 @@ pub async fn checks(rt: &Arc<Runtime>, home: &str) -> Vec<DoctorCheck> {
         });
     }
     out.push(web_search(rt).await);
-    out.push(sandbox());
+    out.extend(sandbox());
     out
 }
 
-/// Whether agents' host commands can be confined here (`workspace-write`, `read-only`).
-fn sandbox() -> DoctorCheck {
-    match crate::confine::status() {
-        Ok(what) => check(
-            "sandbox",
+/// Whether agents' host commands can be confined here (`workspace-write`, `read-only`), and
+/// how: each layer of the sandbox, then the containment of a task's processes.
+fn sandbox() -> Vec<DoctorCheck> {
+    let mut out = vec![landlock()];
+    if cfg!(target_os = "linux") {
+        let layers = crate::confine::layers();
+        out.push(match &layers.seccomp {
+            Ok(()) => check(
+                "seccomp",
+                CheckStatus::Ok,
+                "confined commands cannot push terminal input (TIOCSTI, TIOCLINUX), open UNIX \
+                 sockets (Docker's, the daemon's, D-Bus, abstract ones) or use io_uring"
+                    .into(),
+                None,
+            ),
+            Err(why) => check(
+                "seccomp",
+                CheckStatus::Fail,
+                format!(
+                    "no seccomp filter can be installed ({why}): confined commands are refused"
+                ),
+                Some(
+                    "use a kernel with CONFIG_SECCOMP_FILTER (every distribution's has it)".into(),
+                ),
+            ),
+        });
+        out.push(match &layers.namespace {
+            Ok(()) => check(
+                "git files",
+                CheckStatus::Ok,
+                "a mount namespace keeps the repositories' .git read-only for workspace-write \
+                 agents (unless `--git-write true`)"
+                    .into(),
+                None,
+            ),
+            Err(why) => check(
+                "git files",
+                CheckStatus::Warn,
+                format!(
+                    "not protected: no mount namespace can be made here ({why}), so a \
+                     workspace-write agent's commands can write .git/config and hooks, which \
+                     your next git command runs"
+                ),
+                Some(
+                    "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+                     or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or run the \
+                     daemon as root; meanwhile do not run git in a confined agent's workspace \
+                     before reading what it changed in .git"
+                        .into(),
+                ),
+            ),
+        });
+    }
+    out.push(cgroups());
+    out
+}
+
+fn landlock() -> DoctorCheck {
+    match crate::confine::landlock::abi() {
+        Ok(abi) => {
+            let rules = crate::confine::landlock::rules_at(abi).join(", ");
+            let missing = match abi {
+                0..5 => " (this kernel lacks the ioctl rule, ABI 5, and the scopes, ABI 6)",
+                5 => " (this kernel lacks the scopes of signals and abstract sockets, ABI 6)",
+                _ => "",
+            };
+            check(
+                "sandbox",
+                if abi >= 6 {
+                    CheckStatus::Ok
+                } else {
+                    CheckStatus::Warn
+                },
+                format!(
+                    "landlock (ABI {abi}), through {}: {rules}{missing}",
+                    crate::confine::helper().display()
+                ),
+                (abi < 6).then(|| "a Linux kernel 6.12 or newer has every rule".to_owned()),
+            )
+        }
+        Err(why) => match crate::confine::status() {
+            // macOS: Seatbelt.
+            Ok(what) => check("sandbox", CheckStatus::Ok, what.clone(), None),
+            Err(_) => check(
+                "sandbox",
+                CheckStatus::Fail,
+                format!(
+                    "agents' commands cannot be confined ({why}): agents under workspace-write \
+                     or read-only are refused every command"
+                ),
+                Some(
+                    "use a Linux kernel with Landlock enabled (5.13+, `lsm=...,landlock`), or \
+                     `lazyboy team edit AGENT --sandbox off` for an agent you trust unconfined"
+                        .into(),
+                ),
+            ),
+        },
+    }
+}
+
+/// Whether each task's processes are contained (its cgroup), or how far they are without.
+fn cgroups() -> DoctorCheck {
+    match crate::confine::cgroup::status() {
+        Some(Ok(base)) => check(
+            "cgroups",
             CheckStatus::Ok,
             format!(
-                "{what}, through {}: named agents' commands write only where their sandbox \
-                 allows",
-                crate::confine::helper().display()
+                "each task's commands run in a cgroup of their own under {}, killed whole when \
+                 the task ends, is stopped or the daemon stops",
+                base.display()
             ),
             None,
         ),
-        Err(why) => check(
-            "sandbox",
-            CheckStatus::Fail,
+        Some(Err(why)) => check(
+            "cgroups",
+            CheckStatus::Warn,
             format!(
-                "agents' commands cannot be confined ({why}): agents under workspace-write or \
-                 read-only are refused every command"
+                "no cgroups ({why}): a task's processes are found by the daemon as their \
+                 subreaper, so one that detaches and clears its LAZYBOYD_COMMAND_ID outlives \
+                 its task until the daemon stops, and after a kill -9 of the daemon it is not \
+                 stopped at all"
             ),
             Some(
-                "use a Linux kernel with Landlock enabled (5.13+, `lsm=...,landlock`), or \
-                 `lazyboy team edit AGENT --sandbox off` for an agent you trust unconfined"
+                "run the daemon as the service (`lazyboy service install`: its unit has \
+                 Delegate=yes), or as root"
                     .into(),
             ),
+        ),
+        None => check(
+            "cgroups",
+            CheckStatus::Warn,
+            "not set up (the daemon did not start them)".into(),
+            None,
         ),
     }
 }

@@ -195,7 +195,7 @@ impl Runtime {
         for id in &renewal.stop {
             if let Some(run) = running.get(id) {
                 tracing::info!(task = %id, "a stop was asked for on another daemon");
-                self.commands.kill_task(id);
+                self.kill_task_processes(id);
                 run.cancel.cancel();
             }
         }

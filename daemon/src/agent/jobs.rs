@@ -17,6 +17,9 @@ pub enum JobError {
     Empty,
     #[error("workspace {0:?} must be an absolute path to an existing directory")]
     BadWorkspace(String),
+    /// The workspace is one the agent's sandbox may not have (`confine::workspaces`).
+    #[error("{0}")]
+    Confined(String),
     #[error("cannot create the workspace {0}")]
     Workspace(std::io::Error),
     #[error(transparent)]
@@ -36,25 +39,26 @@ impl Runtime {
         if objective.is_empty() {
             return Err(JobError::Empty);
         }
+        // Checked first so an unknown agent is refused, not a stray directory made.
+        let agent = self.store.agent(name).await?;
         let workspace = match workspace {
             Some(dir) => {
                 let path = Path::new(dir);
                 if !path.is_absolute() || !path.is_dir() {
                     return Err(JobError::BadWorkspace(dir.to_owned()));
                 }
-                // Checked so an unknown agent is refused before anything is written.
-                self.store.agent(name).await?;
                 dir.to_owned()
             }
-            None => {
-                // Checked first so an unknown agent is refused, not a stray directory made.
-                let agent = self.store.agent(name).await?;
-                self.agent_workspace(&agent)
-                    .map_err(JobError::Workspace)?
-                    .display()
-                    .to_string()
-            }
+            None => self
+                .agent_workspace(&agent)
+                .map_err(JobError::Workspace)?
+                .display()
+                .to_string(),
         };
+        let sandbox = agent.boundaries.sandbox(&agent.name);
+        if let Some(why) = crate::confine::workspaces::refusal(sandbox, Path::new(&workspace)) {
+            return Err(JobError::Confined(why));
+        }
         let task = self.store.create_task(name, objective, &workspace).await?;
         self.enqueue();
         Ok(task)

@@ -194,6 +194,13 @@ impl Runtime {
         });
     }
 
+    /// Kills every process of the task: its commands (their exits say the task was stopped),
+    /// then whatever they left, however it detached (its cgroup, see `confine::end_task`).
+    pub(crate) fn kill_task_processes(&self, task_id: &str) {
+        self.commands.kill_task(task_id);
+        crate::confine::end_task(task_id);
+    }
+
     /// Where a task of `agent` works when handed no workspace: the agent's own, else
     /// `<home>/workspaces/<agent>`; created if needed. Used by tasks created through the API,
     /// by messages to an idle agent and by schedules alike; the error names the directory.
@@ -244,6 +251,7 @@ impl Runtime {
                     {
                         tracing::error!(%error, "cannot record the failure");
                     }
+                    runtime.kill_task_processes(&id);
                     runtime.sandbox.release(&id).await;
                 }
                 runtime.running.lock().await.remove(&id);
@@ -266,7 +274,7 @@ impl Runtime {
             }
         }
         let running = self.running.lock().await;
-        self.commands.kill_task(task_id);
+        self.kill_task_processes(task_id);
         if let Some(task) = running.get(task_id) {
             task.cancel.cancel();
             return Ok(true);
@@ -402,6 +410,8 @@ impl Runtime {
         self.tracker.close();
         self.tracker.wait().await;
         self.commands.kill_all();
+        // What the commands left, detached or not.
+        crate::confine::end_all();
         self.mcp.shutdown().await;
     }
 }

@@ -16,6 +16,8 @@ pub struct Policy {
     /// `exec_command` rules that need no approval.
     pub allow: Vec<String>,
     pub sandbox: Sandbox,
+    /// Its commands may change the repositories' git directories (see `confine::git`).
+    pub git_write: bool,
 }
 
 impl Policy {
@@ -25,6 +27,7 @@ impl Policy {
             approve: stored.approve(),
             allow: stored.allow(),
             sandbox: stored.sandbox(agent),
+            git_write: stored.git_write,
         }
     }
 }
@@ -151,6 +154,7 @@ mod tests {
             approve: approve.to_vec(),
             allow: allow.iter().map(|r| (*r).to_owned()).collect(),
             sandbox: Sandbox::WorkspaceWrite,
+            git_write: false,
         }
     }
 

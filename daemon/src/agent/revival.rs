@@ -24,8 +24,8 @@ use crate::tools::commands::{Orphan, stop_orphan};
 /// The longest a revival wait watches one command before re-checking (any exit or finished
 /// subagent wakes it earlier).
 const WATCH: Duration = Duration::from_secs(3600);
-/// How much of a command's log the revival note quotes.
-const LOG_TAIL: u64 = 2000;
+/// How much of the end of a command's output the revival note quotes.
+const LOG_TAIL: usize = 2000;
 
 impl Turn {
     /// The turn's last reply had no calls. `Some` verdict ends the loop; `None` means the
@@ -132,10 +132,15 @@ impl Turn {
             .iter()
             .filter(|b| !history.reported.contains(&b.id))
         {
-            let Some(exit) = self.rt.commands.get(&command.id).and_then(|c| c.exit()) else {
+            let Some(live) = self.rt.commands.get(&command.id) else {
                 continue;
             };
-            let tail = log_tail(&self.task.workspace, &command.log).await;
+            let Some(exit) = live.exit() else {
+                continue;
+            };
+            // From the daemon's memory, never from the log: the command could have replaced
+            // its log with a symlink to anything (`<home>/token`).
+            let tail = live.tail(LOG_TAIL);
             lines.push(format!(
                 "- command {} (`{}`): {exit}; the end of its output:\n{tail}",
                 command.id, command.command
@@ -175,6 +180,10 @@ impl Turn {
             let in_box = self.rt.sandbox.stop_orphan(&command.id).await.unwrap_or(0);
             let fate = match command.pgid.map(|pgid| stop_orphan(&command.id, pgid)) {
                 _ if in_box > 0 => "it was still running in the box and has been stopped",
+                // Its cgroup still had processes when this daemon started: they were killed.
+                _ if crate::confine::cgroup::was_running(&command.id) => {
+                    "it was still running and has been stopped"
+                }
                 Some(Orphan::Stopped) => "it was still running and has been stopped",
                 Some(Orphan::Gone) => "it had ended; how is unknown",
                 Some(Orphan::Unknown) | None => "it may still be running outside LazyBoy",
@@ -216,29 +225,5 @@ impl Turn {
             }
         }
         Ok(())
-    }
-}
-
-/// The last [`LOG_TAIL`] bytes of a command's log (relative to the workspace).
-async fn log_tail(workspace: &str, log: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncSeekExt};
-    let path = std::path::Path::new(workspace).join(log);
-    let Ok(mut file) = tokio::fs::File::open(&path).await else {
-        return format!("(no log at {log})");
-    };
-    let len = file.metadata().await.map_or(0, |m| m.len());
-    let start = len.saturating_sub(LOG_TAIL);
-    if file.seek(std::io::SeekFrom::Start(start)).await.is_err() {
-        return format!("(cannot read {log})");
-    }
-    let mut bytes = Vec::new();
-    if file.read_to_end(&mut bytes).await.is_err() {
-        return format!("(cannot read {log})");
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    if start > 0 {
-        format!("[... earlier output in {log}]\n{text}")
-    } else {
-        text.into_owned()
     }
 }

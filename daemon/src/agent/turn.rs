@@ -29,6 +29,7 @@ use super::scope::Scope;
 use super::window::Window;
 use crate::providers::{ModelReply, ModelRequest, Provider, ProviderError, ToolDef};
 use crate::store::{StoreError, TaskRow};
+use crate::tools::workspace::Root;
 use crate::tools::{Registry, TaskTools};
 
 /// Why the loop stopped without a verdict.
@@ -108,6 +109,8 @@ pub(super) async fn run(
             if let Err(error) = rt.store.finish_task(&turn.task, verdict, &message).await {
                 tracing::error!(%error, "cannot record the verdict");
             }
+            // Its end is every process's end: nothing it started outlives it.
+            rt.kill_task_processes(&turn.task.id);
             tracing::info!(?verdict, "task finished");
         }
         Err(Halt::Shutdown) if rt.shutdown.is_cancelled() => {
@@ -236,8 +239,15 @@ impl Turn {
             Ok(provider) => provider,
             Err(message) => return Ok((Verdict::Failed, message)),
         };
-        let workspace = match PathBuf::from(&self.task.workspace).canonicalize() {
-            Ok(path) => path,
+        // Opened once: every file of this drive is opened beneath this fd. The git
+        // directories the agent's commands may not change are closed to the file tools too
+        // (the daemon writes for them, outside the sandbox).
+        let path = PathBuf::from(&self.task.workspace);
+        let protected = crate::confine::Confinement::new(self.policy.sandbox, &path)
+            .with_git_write(self.policy.git_write)
+            .protected_git();
+        let workspace = match Root::open(&path) {
+            Ok(root) => Arc::new(root.with_read_only(protected)),
             Err(error) => {
                 return Ok((
                     Verdict::Failed,
@@ -248,6 +258,11 @@ impl Turn {
                 ));
             }
         };
+        if let Some(why) =
+            crate::confine::workspaces::refusal(self.policy.sandbox, workspace.path())
+        {
+            return Ok((Verdict::Failed, format!("not started: {why}")));
+        }
 
         let tools = self.tool_defs();
         let mut window = Window::new(&provider, &tools);
@@ -291,7 +306,7 @@ impl Turn {
             let running = self.rt.commands.running_for_task(&self.task.id);
             let system = prompt::system(
                 &self.task.instructions,
-                &workspace.display().to_string(),
+                &workspace.path().display().to_string(),
                 window.prior.as_deref(),
                 &history.plan,
                 &running,

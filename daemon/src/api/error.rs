@@ -118,7 +118,7 @@ impl From<crate::sandbox::BoxError> for ApiError {
     fn from(error: crate::sandbox::BoxError) -> ApiError {
         use crate::sandbox::BoxError;
         let (status, code) = match &error {
-            BoxError::Unavailable(_) | BoxError::NoImage(_) => {
+            BoxError::Unavailable(_) | BoxError::NoImage(_) | BoxError::OldImage(_) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "box_unavailable")
             }
             BoxError::Tool(_) => (StatusCode::CONFLICT, "box_not_running"),

@@ -1,25 +1,49 @@
-//! Confinement of what agents run on the host. (Who may talk to the daemon is a credential,
-//! `api::auth`: the sandbox's part is that a confined command cannot read the home.)
+//! Containment and confinement of what agents run on the host. (Who may talk to the daemon
+//! is a credential, `api::auth`: the sandbox's part is that a confined command cannot read
+//! the home.)
 //!
 //! - [`Confinement`]: the sandbox an agent's host commands run in (`workspace-write`,
-//!   `read-only`, `off`) and the paths it grants ([`grants`], a plain function). On Linux a
-//!   command runs through our sandbox helper, `lazyboy-sandbox` beside the daemon (else the
-//!   daemon's own hidden mode, `lazyboyd --sandbox-exec`; both [`landlock::helper_main`]),
-//!   which applies Landlock to itself and then execs the shell, as codex-rs has
-//!   codex-linux-sandbox (no `pre_exec` closure: `unsafe_code` is denied here).
-//!   On macOS the same rules become a Seatbelt profile for `sandbox-exec` ([`seatbelt`]).
+//!   `read-only`, `off`), the paths it grants ([`grants`], a plain function) and the git
+//!   directories it keeps read-only ([`git`]). On Linux every host command starts through
+//!   our sandbox helper, `lazyboy-sandbox` beside the daemon (else the daemon's own hidden
+//!   mode, `lazyboyd --sandbox-exec`; both [`helper::helper_main`]), which joins the
+//!   command's cgroup, starts a new session, and for a confined agent protects the git
+//!   files ([`mounts`]), applies Landlock ([`landlock`]) and seccomp ([`seccomp`]) to itself
+//!   and then execs the shell, as codex-rs has codex-linux-sandbox (no `pre_exec` closure:
+//!   `unsafe_code` is denied here). On macOS the same rules become a Seatbelt profile for
+//!   `sandbox-exec` ([`seatbelt`]).
+//! - [`cgroup`]: each task's processes in a cgroup v2 of their own, killed whole when the
+//!   task ends, is stopped, or the daemon stops; [`tree`], the process walk without them.
+//! - [`workspaces`]: the workspaces a confined agent may not have (the LazyBoy home inside,
+//!   or the person's home itself).
 //! - [`procs`]: the process tree read from `/proc` (state, children, descendants).
 //! - [`reaper`]: the daemon is its agents' child subreaper, so double-forked processes stay
 //!   its descendants; it reaps the orphans it adopts.
 //!
 //! Invariants: a confined sandbox never silently runs unconfined. When the kernel lacks
 //! Landlock, [`status`] says so at start and in health, and commands of agents whose sandbox
-//! is not `off` are refused with that reason.
+//! is not `off` are refused with that reason; a layer the helper is told to apply and cannot
+//! is a refused command. What this machine allows is probed once ([`layers`], [`start`]) and
+//! `doctor` reports each layer.
 
+#[cfg(target_os = "linux")]
+pub mod caps;
+pub mod cgroup;
+pub mod git;
+pub mod helper;
 pub mod landlock;
+pub mod layers;
+#[cfg(target_os = "linux")]
+pub mod mounts;
 pub mod procs;
 pub mod reaper;
 pub mod seatbelt;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
+pub mod tree;
+pub mod workspaces;
+
+pub use layers::{Layers, layers, start};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -30,7 +54,8 @@ pub use lazyboy_protocol::Sandbox;
 /// The hidden first argument that makes `lazyboyd` the sandbox helper.
 pub const HELPER_FLAG: &str = "--sandbox-exec";
 
-/// Device files every confined command may write (reading them is covered by `/`).
+/// Device files every confined command may write (reading them is covered by `/`); no
+/// ioctl on any of them (see [`landlock`]).
 const DEVICES: [&str; 6] = [
     "/dev/null",
     "/dev/zero",
@@ -58,6 +83,9 @@ pub struct Confinement {
     pub home: PathBuf,
     /// The system temp dir (canonical).
     pub temp: PathBuf,
+    /// Its commands may change the repositories' git directories (`workspace-write` keeps
+    /// them read-only otherwise).
+    pub git_write: bool,
 }
 
 impl Confinement {
@@ -67,9 +95,16 @@ impl Confinement {
         Confinement {
             sandbox,
             workspace: canonical(workspace),
-            home: HOME.get().cloned().unwrap_or_default(),
+            home: home(),
             temp: canonical(&std::env::temp_dir()),
+            git_write: false,
         }
+    }
+
+    /// The same, its commands allowed to change git directories or not.
+    pub fn with_git_write(mut self, git_write: bool) -> Confinement {
+        self.git_write = git_write;
+        self
     }
 
     /// Whether commands run unconfined.
@@ -82,10 +117,46 @@ impl Confinement {
         grants(self, &list_dir)
     }
 
-    /// The helper's arguments after [`HELPER_FLAG`]: `-r PATH`/`-w PATH` per grant, `--`,
-    /// then the shell, `-c` and the script.
-    pub fn helper_args(&self, shell: &str, script: &str) -> Vec<OsString> {
+    /// Where its commands may write (before the home is cut out of them).
+    pub fn write_roots(&self) -> Vec<PathBuf> {
+        match self.sandbox {
+            Sandbox::WorkspaceWrite => vec![
+                self.workspace.clone(),
+                self.temp.clone(),
+                PathBuf::from("/dev/shm"),
+            ],
+            Sandbox::ReadOnly | Sandbox::Off => Vec::new(),
+        }
+    }
+
+    /// The git directories its commands may not change, from the filesystem as it is now
+    /// (none when they may, or when the sandbox writes nowhere).
+    pub fn protected_git(&self) -> Vec<PathBuf> {
+        if self.git_write || self.is_off() {
+            return Vec::new();
+        }
+        git::protected(&self.workspace, &self.write_roots())
+    }
+
+    /// The helper's arguments: [`HELPER_FLAG`], `--cgroup DIR` when given, `--protect PATH`
+    /// per path of `protect`, `-r PATH`/`-w PATH` per grant, `--`, then the shell, `-c` and
+    /// the script.
+    pub fn helper_args(
+        &self,
+        shell: &str,
+        script: &str,
+        cgroup: Option<&Path>,
+        protect: &[PathBuf],
+    ) -> Vec<OsString> {
         let mut args = vec![OsString::from(HELPER_FLAG)];
+        if let Some(dir) = cgroup {
+            args.push("--cgroup".into());
+            args.push(dir.into());
+        }
+        for path in protect {
+            args.push("--protect".into());
+            args.push(path.into());
+        }
         for grant in self.grants() {
             args.push(OsString::from(if grant.write { "-w" } else { "-r" }));
             args.push(grant.path.into_os_string());
@@ -96,6 +167,15 @@ impl Confinement {
     }
 }
 
+/// The helper's arguments for an unconfined command (`sandbox = "off"`) it only contains:
+/// its cgroup and a new session, then the shell.
+pub fn contain_args(shell: &str, script: &str, cgroup: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![HELPER_FLAG.into(), "--cgroup".into(), cgroup.into()];
+    args.extend(["--off", "--", shell, "-c"].map(OsString::from));
+    args.push(script.into());
+    args
+}
+
 static HOME: OnceLock<PathBuf> = OnceLock::new();
 static HELPER: OnceLock<PathBuf> = OnceLock::new();
 static STATUS: OnceLock<Result<String, String>> = OnceLock::new();
@@ -103,6 +183,11 @@ static STATUS: OnceLock<Result<String, String>> = OnceLock::new();
 /// Records the LazyBoy home (call once, at start): no sandbox grants it.
 pub fn set_home(home: &Path) {
     let _ = HOME.set(home.canonicalize().unwrap_or_else(|_| home.to_path_buf()));
+}
+
+/// The LazyBoy home (canonical; empty before [`set_home`]).
+pub fn home() -> PathBuf {
+    HOME.get().cloned().unwrap_or_default()
 }
 
 /// Sets the program run as the helper (default: this executable, `/proc/self/exe`). Benches
@@ -157,6 +242,28 @@ fn probe() -> Result<String, String> {
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn probe() -> Result<String, String> {
     Err("no sandbox is implemented for this platform".to_owned())
+}
+
+/// Kills every process of task `task` that is still running: its cgroup whole, or without
+/// cgroups the descendants carrying its commands' markers ([`tree`]). The task ended (any
+/// verdict) or was stopped.
+pub fn end_task(task: &str) {
+    if matches!(cgroup::status(), Some(Ok(_))) {
+        cgroup::kill_task(task);
+        tree::forget(task);
+    } else {
+        tree::kill_task(task);
+    }
+}
+
+/// Kills every process of every task: the daemon stops. Without cgroups, also every process
+/// the daemon adopted (a command's detached survivor, marker or not).
+pub fn end_all() {
+    if matches!(cgroup::status(), Some(Ok(_))) {
+        cgroup::kill_all();
+    } else {
+        tree::kill_adopted(&reaper::is_tracked);
+    }
 }
 
 /// The paths `confinement` grants. `list` gives a directory's entries (full paths).
@@ -253,6 +360,7 @@ mod tests {
             workspace: workspace.into(),
             home: home.into(),
             temp: "/tmp".into(),
+            git_write: false,
         }
     }
 
@@ -340,12 +448,31 @@ mod tests {
     #[test]
     fn helper_arguments_end_with_the_shell_and_script() {
         let c = conf(Sandbox::ReadOnly, "/w", "/nonexistent-home");
-        let args = c.helper_args("bash", "echo hi");
-        assert_eq!(args[0], HELPER_FLAG);
+        let protect = [PathBuf::from("/w/.git")];
+        let args = c.helper_args("bash", "echo hi", Some(Path::new("/cg/t/c")), &protect);
+        assert_eq!(
+            args[..5],
+            [HELPER_FLAG, "--cgroup", "/cg/t/c", "--protect", "/w/.git"]
+        );
         let n = args.len();
         assert_eq!(
             args[n - 4..],
             ["--", "bash", "-c", "echo hi"].map(OsString::from)
+        );
+        let off = contain_args("bash", "echo hi", Path::new("/cg/t/c"));
+        assert_eq!(
+            off,
+            [
+                HELPER_FLAG,
+                "--cgroup",
+                "/cg/t/c",
+                "--off",
+                "--",
+                "bash",
+                "-c",
+                "echo hi"
+            ]
+            .map(OsString::from)
         );
     }
 }

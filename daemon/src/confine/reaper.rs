@@ -57,6 +57,11 @@ pub fn track<T>(
     Ok(child)
 }
 
+/// Whether `pid` is a child the daemon spawned itself (not an adopted orphan).
+pub fn is_tracked(pid: i32) -> bool {
+    spawned().contains(&pid)
+}
+
 /// Tokio has waited for `pid`: from now on that pid, if reused by an adopted process, is
 /// the reaper's.
 pub fn forget(pid: i32) {

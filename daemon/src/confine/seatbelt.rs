@@ -4,7 +4,9 @@
 //! Seatbelt can deny (the last matching rule wins), so the profile says it directly: allow
 //! by default (processes, the network, reads), deny every file write, allow writes to the
 //! workspace and the temp dirs (workspace-write only), deny reading or writing the LazyBoy
-//! home, then allow the workspace again when it lies inside the home. Signals reach only
+//! home, then allow the workspace again when it lies inside the home, then deny writes to
+//! the repositories' git directories (`workspace-write` without `git_write`, see
+//! [`super::git`]: no mount namespace is needed here). Signals reach only
 //! processes in the same sandbox. These machines are Linux: the text is unit-tested here and
 //! documented in the README; it has not run under `sandbox-exec` in CI.
 
@@ -65,6 +67,9 @@ pub fn profile(confinement: &Confinement) -> Option<String> {
             quote(&confinement.workspace)
         ));
     }
+    for git in confinement.protected_git() {
+        out.push_str(&format!("(deny file-write* (subpath {}))\n", quote(&git)));
+    }
     Some(out)
 }
 
@@ -98,6 +103,7 @@ mod tests {
             workspace: workspace.into(),
             home: "/Users/me/Library/Application Support/lazyboy".into(),
             temp: "/private/var/folders/xy/T".into(),
+            git_write: false,
         }
     }
 
@@ -128,6 +134,19 @@ mod tests {
             .unwrap();
         assert!(deny_home < back, "{text}");
         assert!(profile(&conf(Sandbox::Off, ws)).is_none());
+    }
+
+    #[test]
+    fn a_repositorys_git_directory_is_denied_last_unless_the_agent_may_write_it() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join(".git")).unwrap();
+        let mut c = conf(Sandbox::WorkspaceWrite, ws.to_str().unwrap());
+        let rule = format!("(deny file-write* (subpath {}))", quote(&ws.join(".git")));
+        let text = profile(&c).unwrap();
+        assert!(text.trim_end().ends_with(&rule), "{text}");
+        c.git_write = true;
+        assert!(!profile(&c).unwrap().contains(&rule));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Deliverables as MCP resources: `lazyboy://tasks/{task}/files/{path}`.
 //!
 //! `resources/read` goes through the runtime's one gate for deliverables
-//! (`Runtime::deliverable`: only a file the task's last `report_done` listed, only while it
-//! resolves inside the task's workspace), then reads at most
+//! (`Runtime::deliverable`: only a file the task's last `report_done` listed, opened beneath
+//! the task's workspace), then reads that open file, never re-opened by path, at most
 //! [`MAX_RESOURCE_BYTES`]: the bytes travel inside one JSON-RPC message. UTF-8 files come
 //! back as text, anything else as a base64 blob; either way the bytes are the file's.
 
@@ -40,17 +40,14 @@ pub async fn read(call: &Call<'_>, uri: &str) -> Result<ReadResourceResult, McpE
         ToolError::Internal => McpError::internal_error(e.to_string(), None),
         other => not_found(other.to_string()),
     })?;
-    let real = match call.runtime.deliverable(&task.id, &path).await {
-        Ok(real) => real,
+    let file = match call.runtime.deliverable(&task.id, &path).await {
+        Ok((file, _name)) => tokio::fs::File::from_std(file),
         Err(FileError::Store(error)) => {
             tracing::error!(%error, "store failure reading a deliverable");
             return Err(McpError::internal_error("internal error; see the daemon log", None));
         }
         Err(error) => return Err(not_found(error.to_string())),
     };
-    let file = tokio::fs::File::open(&real)
-        .await
-        .map_err(|e| not_found(format!("{path}: {e}")))?;
     let mut bytes = Vec::new();
     // One byte past the cap tells "too big" without reading the whole file.
     file.take(MAX_RESOURCE_BYTES + 1)

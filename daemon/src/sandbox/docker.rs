@@ -1,22 +1,23 @@
 //! The box's container through Docker's API (bollard): find ours by label, create it, start
-//! and stop it, run a command in it and collect what it printed.
+//! and stop it, run a command in it and collect what it printed, read files out of it.
 //!
 //! Our container carries the labels `lazyboy.box=1` and `lazyboy.box.name=<name>`; nothing
 //! else is ever touched. It is created with `--shm-size=1g` (Chromium's tabs crash with
-//! Docker's 64 MiB), its two ports published on the host's 127.0.0.1 only (neither has a
-//! password), no privileged mode and no host mounts: its only mount is the named volume
-//! holding `/home/box` (profiles and work directories), which outlives the container.
+//! Docker's 64 MiB), **no published port** (CDP and VNC have no password; the daemon reaches
+//! them through `port.rs`, over `docker exec`), no privileged mode and no host mounts: its
+//! only mount is the named volume holding `/home/box` (profiles and work directories), which
+//! outlives the container. A container that publishes a port was made by an older daemon
+//! ([`Container::published`]); it is retired, never used.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use bollard::models::{
-    ContainerCreateBody, HostConfig, Mount, MountTypeEnum, PortBinding, PortMap,
-};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountTypeEnum, PortMap};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, DownloadFromContainerOptionsBuilder,
+    ListContainersOptionsBuilder, StopContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -27,10 +28,10 @@ use super::BoxError;
 pub const LABEL: &str = "lazyboy.box";
 /// The label naming which box (one per daemon configuration; tests run their own).
 pub const NAME_LABEL: &str = "lazyboy.box.name";
-/// noVNC (websockify) inside the container.
-pub const NOVNC_PORT: &str = "6080/tcp";
-/// CDP (socat to Chromium's 127.0.0.1:9222) inside the container.
-pub const CDP_PORT: &str = "9223/tcp";
+/// The image's label naming the contract it keeps with the daemon (`box/README.md`).
+pub const API_LABEL: &str = "lazyboy.box.api";
+/// The contract this daemon speaks: 2 = no published port, CDP and VNC through `box-port`.
+pub const API: u32 = 2;
 
 /// Longest a single API call may take before the engine counts as down.
 const API_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,9 +46,17 @@ pub struct Container {
     pub exit_code: Option<i64>,
     /// The image id it was created from.
     pub image_id: Option<String>,
-    /// Published host ports (on 127.0.0.1) of noVNC and CDP, while it runs.
-    pub novnc: Option<u16>,
-    pub cdp: Option<u16>,
+    /// The ports it publishes on the host (`6080/tcp -> 127.0.0.1:49153`): none for ours;
+    /// an older daemon's box published noVNC and CDP.
+    pub published: Vec<String>,
+}
+
+/// The box image as the daemon needs to know it.
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub id: String,
+    /// Its `lazyboy.box.api` label (0 when it has none: an image older than the label).
+    pub api: u32,
 }
 
 /// What a command run with [`exec`] did.
@@ -111,10 +120,17 @@ async fn timed<T>(
     }
 }
 
-/// The image's id, or `None` when it is not there.
-pub async fn image_id(docker: &Docker, image: &str) -> Result<Option<String>, BoxError> {
+/// The image's id and contract, or `None` when it is not there.
+pub async fn image(docker: &Docker, image: &str) -> Result<Option<Image>, BoxError> {
     match tokio::time::timeout(API_TIMEOUT, docker.inspect_image(image)).await {
-        Ok(Ok(inspect)) => Ok(inspect.id),
+        Ok(Ok(inspect)) => {
+            let api = inspect
+                .config
+                .and_then(|c| c.labels)
+                .and_then(|l| l.get(API_LABEL).and_then(|v| v.trim().parse().ok()))
+                .unwrap_or(0);
+            Ok(inspect.id.map(|id| Image { id, api }))
+        }
         Ok(Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
         })) => Ok(None),
@@ -143,16 +159,11 @@ pub async fn find(docker: &Docker, name: &str) -> Result<Option<Container>, BoxE
     ))
     .await?;
     let state = inspect.state.unwrap_or_default();
-    let ports = inspect
-        .network_settings
-        .and_then(|n| n.ports)
-        .unwrap_or_default();
-    let port = |key: &str| {
-        ports
-            .get(key)
-            .and_then(|b| b.as_ref())
-            .and_then(|b| b.iter().find_map(|b| b.host_port.as_deref()?.parse().ok()))
-    };
+    // What it asked for and what it has (a stopped container shows only the former).
+    let mut published = bindings(inspect.host_config.and_then(|h| h.port_bindings));
+    published.extend(bindings(inspect.network_settings.and_then(|n| n.ports)));
+    published.sort();
+    published.dedup();
     Ok(Some(Container {
         id,
         running: state.running.unwrap_or(false),
@@ -161,41 +172,43 @@ pub async fn find(docker: &Docker, name: &str) -> Result<Option<Container>, BoxE
             .map_or_else(|| "unknown".to_owned(), |s| s.to_string()),
         exit_code: state.exit_code,
         image_id: inspect.image,
-        novnc: port(NOVNC_PORT),
-        cdp: port(CDP_PORT),
+        published,
     }))
 }
 
-/// Creates the container (not started): labels, shm, loopback-only ports, the volume.
+/// `port -> ip:port` for every binding to a host port.
+fn bindings(map: Option<PortMap>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (port, list) in map.unwrap_or_default() {
+        for binding in list.unwrap_or_default() {
+            let ip = binding.host_ip.unwrap_or_default();
+            let host = binding.host_port.unwrap_or_default();
+            // An empty host port in the configuration still means "publish it" (Docker
+            // picks one): an older daemon's box asked so.
+            out.push(format!("{port} -> {ip}:{host}"));
+        }
+    }
+    out
+}
+
+/// Creates the container (not started): labels, shm, the volume; no port published.
 pub async fn create(
     docker: &Docker,
     name: &str,
     image: &str,
     volume: &str,
 ) -> Result<String, BoxError> {
-    let loopback = || {
-        Some(vec![PortBinding {
-            host_ip: Some("127.0.0.1".into()),
-            host_port: Some(String::new()),
-        }])
-    };
-    let port_bindings: PortMap = HashMap::from([
-        (NOVNC_PORT.to_owned(), loopback()),
-        (CDP_PORT.to_owned(), loopback()),
-    ]);
     let body = ContainerCreateBody {
         image: Some(image.to_owned()),
         labels: Some(HashMap::from([
             (LABEL.to_owned(), "1".to_owned()),
             (NAME_LABEL.to_owned(), name.to_owned()),
         ])),
-        exposed_ports: Some(HashMap::from([
-            (NOVNC_PORT.to_owned(), HashMap::new()),
-            (CDP_PORT.to_owned(), HashMap::new()),
-        ])),
         host_config: Some(HostConfig {
             shm_size: Some(1 << 30),
-            port_bindings: Some(port_bindings),
+            // Nothing on the host's ports, whatever the image exposes.
+            port_bindings: Some(PortMap::new()),
+            publish_all_ports: Some(false),
             privileged: Some(false),
             mounts: Some(vec![Mount {
                 target: Some("/home/box".into()),
@@ -233,6 +246,57 @@ pub async fn stop(docker: &Docker, id: &str, secs: i32) -> Result<(), BoxError> 
         })) => Ok(()),
         Ok(Err(error)) => Err(api(error)),
         Err(_) => Err(BoxError::Docker("stopping the container timed out".into())),
+    }
+}
+
+/// Retires a box made by an older daemon (it publishes CDP and VNC without a password):
+/// closes its browser through `box-browser --close` so the profile is written out, stops it
+/// and removes it. The volume stays, so the next box has the same profiles and work.
+pub async fn retire(docker: &Docker, container: &Container) -> Result<(), BoxError> {
+    tracing::warn!(
+        container = %container.id,
+        ports = ?container.published,
+        "retiring a box made by an older daemon: it publishes ports"
+    );
+    if container.running {
+        let close = ["box-browser", "--close"];
+        let limit = Duration::from_secs(20);
+        if let Err(error) = exec(docker, &container.id, "root", &close, None, limit).await {
+            tracing::warn!(%error, "closing the old box's browser failed");
+        }
+        stop(docker, &container.id, 10).await?;
+    }
+    remove(docker, &container.id).await
+}
+
+/// The files under `path` in the container as one tar archive (at most `cap` bytes).
+pub async fn archive(
+    docker: &Docker,
+    id: &str,
+    path: &str,
+    cap: usize,
+) -> Result<Vec<u8>, BoxError> {
+    let options = DownloadFromContainerOptionsBuilder::new()
+        .path(path)
+        .build();
+    let read = async {
+        let mut stream = docker.download_from_container(id, Some(options));
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            out.extend_from_slice(&chunk.map_err(api)?);
+            if out.len() > cap {
+                return Err(BoxError::Docker(format!(
+                    "{path} in the box is over {cap} bytes"
+                )));
+            }
+        }
+        Ok(out)
+    };
+    match tokio::time::timeout(API_TIMEOUT, read).await {
+        Ok(result) => result,
+        Err(_) => Err(BoxError::Docker(format!(
+            "reading {path} from the box timed out"
+        ))),
     }
 }
 

@@ -138,8 +138,11 @@ impl Sandbox {
     }
 
     /// At start, before tasks resume: rebuilds the lock from the log; a holder whose task
-    /// no longer runs is released, and nobody is left waiting.
+    /// no longer runs is released, and nobody is left waiting. Also sets off the retirement
+    /// of a box an older daemon left publishing its ports (`legacy.rs`).
     pub async fn recover(&self) -> Result<(), StoreError> {
+        // An older daemon's box must not stay reachable on its published ports.
+        self.retire_old_box();
         let mut rows: HashMap<String, TaskRow> = HashMap::new();
         let mut lock = self.lock.lock().await;
         for (task_id, data, at_ms) in self.store.box_lock_events().await? {
@@ -201,7 +204,7 @@ impl Sandbox {
             tokio::time::sleep(wait).await;
         }
         let png = self
-            .run(live, "box", &["box-shot"], None, Duration::from_secs(20))
+            .run(live, "root", &["box-shot"], None, Duration::from_secs(20))
             .await?;
         if !png.starts_with(b"\x89PNG") {
             return Err(BoxError::Tool("box-shot did not produce a PNG".into()));
@@ -214,20 +217,21 @@ impl Sandbox {
         let mut cmd = vec!["box-input"];
         cmd.extend(args.iter().map(String::as_str));
         let result = self
-            .run(live, "box", &cmd, None, Duration::from_secs(60))
+            .run(live, "root", &cmd, None, Duration::from_secs(60))
             .await;
         self.cache().last_input = Some(Instant::now());
         result.map(|_| ())
     }
 
-    /// The page on screen, for one tool call.
+    /// The page on screen, for one tool call: a session on the kept CDP connection. A kept
+    /// connection may have ended just now (a profile switch restarts Chromium): then once
+    /// more on a new one.
     pub async fn page(&self, live: &Live) -> Result<cdp::Page, BoxError> {
         self.cache().last_input = Some(Instant::now());
-        cdp::Page::connect(&self.http, live.cdp).await
-    }
-
-    /// The HTTP client the `/novnc/` proxy uses.
-    pub fn http(&self) -> &reqwest::Client {
-        &self.http
+        let browser = self.browser(live).await?;
+        match cdp::Page::open(browser.clone()).await {
+            Err(_) if !browser.is_open() => cdp::Page::open(self.browser(live).await?).await,
+            page => page,
+        }
     }
 }

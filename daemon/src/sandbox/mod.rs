@@ -8,19 +8,27 @@
 //! back to the host: without Docker every operation is a [`BoxError::Unavailable`] that says
 //! why, and `GET /api/box` says the same.
 //!
+//! The box publishes no port: CDP and VNC are reached only through `port.rs` (`docker exec
+//! … box-port`), so nothing but the daemon drives the box's browser. A box made by an older
+//! daemon (it publishes them) is retired when this daemon starts and whenever it is found,
+//! and an image older than that contract (`lazyboy.box.api` below 2) is refused.
+//!
 //! Lifecycle changes are serialized by one async mutex; the fast path (a container seen
-//! running in the last [`FRESH`]) takes no Docker call at all.
+//! running in the last [`FRESH`]) takes no Docker call at all. One CDP connection is kept
+//! per running container and shared ([`cdp::Browser`]).
 
 pub mod browser;
 pub mod cdp;
 pub mod docker;
 mod hold;
+mod legacy;
 pub mod lock;
 pub mod machine;
 pub mod novnc;
+pub mod port;
 
 use std::collections::HashSet;
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use lazyboy_protocol::{BoxState, BoxStatus, EventBody};
@@ -43,6 +51,12 @@ pub enum BoxError {
          then retry. Nothing was run"
     )]
     NoImage(String),
+    #[error(
+        "the box image {0} is older than this daemon (it would publish the browser's and the \
+         screen's ports): rebuild it with `lazyboy box build` (or box/build.sh), then retry. \
+         Nothing was run"
+    )]
+    OldImage(String),
     #[error("Docker: {0}")]
     Docker(String),
     #[error("the box did not start: {0}")]
@@ -88,8 +102,6 @@ impl BoxConfig {
 #[derive(Debug, Clone)]
 pub struct Live {
     pub id: String,
-    pub cdp: u16,
-    pub novnc: u16,
     pub docker: bollard::Docker,
 }
 
@@ -111,10 +123,14 @@ pub struct Sandbox {
     store: Store,
     /// How often a waiting tool records a heartbeat.
     pub heartbeat: Duration,
-    http: reqwest::Client,
     docker: tokio::sync::Mutex<Option<bollard::Docker>>,
-    lifecycle: tokio::sync::Mutex<()>,
+    /// Shared with the start's retirement of an older daemon's box (a task of its own).
+    lifecycle: Arc<tokio::sync::Mutex<()>>,
     cache: Mutex<Cache>,
+    /// The CDP connection to the running box, shared by every caller.
+    browser: tokio::sync::Mutex<Option<Arc<cdp::Browser>>>,
+    /// noVNC's files, read out of the container they came from.
+    novnc: tokio::sync::Mutex<Option<(String, Arc<novnc::Files>)>>,
     lock: tokio::sync::Mutex<lock::State>,
     lock_changed: watch::Sender<u64>,
     /// The daemon's URL (`http://127.0.0.1:8787/`), for takeover links.
@@ -127,13 +143,11 @@ impl Sandbox {
             config,
             store,
             heartbeat,
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .unwrap_or_default(),
             docker: tokio::sync::Mutex::new(None),
-            lifecycle: tokio::sync::Mutex::new(()),
+            lifecycle: Arc::new(tokio::sync::Mutex::new(())),
             cache: Mutex::new(Cache::default()),
+            browser: tokio::sync::Mutex::new(None),
+            novnc: tokio::sync::Mutex::new(None),
             lock: tokio::sync::Mutex::new(lock::State::default()),
             lock_changed: watch::Sender::new(0),
             url: OnceLock::new(),
@@ -169,7 +183,39 @@ impl Sandbox {
     /// Forgets what we knew (after a failure or a stop): the next call asks Docker.
     pub async fn forget(&self) {
         *self.cache() = Cache::default();
+        *self.browser.lock().await = None;
         *self.docker.lock().await = None;
+    }
+
+    /// The CDP connection to `live`: the one kept, unless it ended or goes to another
+    /// container (then a new one: a `docker exec`).
+    async fn browser(&self, live: &Live) -> Result<Arc<cdp::Browser>, BoxError> {
+        let mut slot = self.browser.lock().await;
+        if let Some(browser) = slot.as_ref()
+            && browser.is_open()
+            && browser.container() == live.id
+        {
+            return Ok(browser.clone());
+        }
+        let browser = cdp::Browser::connect(&live.docker, &live.id).await?;
+        *slot = Some(browser.clone());
+        Ok(browser)
+    }
+
+    /// Whether the box's browser answers (its health). A connection that does not answer is
+    /// dropped, so the next check opens a new one.
+    async fn answers(&self, live: &Live) -> bool {
+        let Ok(browser) = self.browser(live).await else {
+            return false;
+        };
+        if browser.answers().await {
+            return true;
+        }
+        let mut slot = self.browser.lock().await;
+        if slot.as_ref().is_some_and(|b| Arc::ptr_eq(b, &browser)) {
+            *slot = None;
+        }
+        false
     }
 
     /// The box as it is now.
@@ -186,13 +232,8 @@ impl Sandbox {
         };
         let found = async {
             let docker = self.docker().await?;
-            if docker::image_id(&docker, &self.config.image)
-                .await?
-                .is_none()
-            {
-                return Err(BoxError::NoImage(self.config.image.clone()));
-            }
-            docker::find(&docker, &self.config.name).await
+            self.image(&docker).await?;
+            Ok((docker::find(&docker, &self.config.name).await?, docker))
         };
         match found.await {
             Err(error) => {
@@ -201,8 +242,8 @@ impl Sandbox {
                 }
                 status.reason = Some(error.to_string());
             }
-            Ok(None) => status.state = BoxState::Absent,
-            Ok(Some(container)) => {
+            Ok((None, _)) => status.state = BoxState::Absent,
+            Ok((Some(container), docker)) => {
                 status.container = Some(self.config.name.clone());
                 status.state = if !container.running {
                     match container.exit_code {
@@ -216,8 +257,13 @@ impl Sandbox {
                             BoxState::Error
                         }
                     }
-                } else if let Some(port) = container.cdp
-                    && cdp::answers(&self.http, port).await
+                } else if container.published.is_empty()
+                    && self
+                        .answers(&Live {
+                            id: container.id.clone(),
+                            docker,
+                        })
+                        .await
                 {
                     status.novnc = Some("/novnc/".to_owned());
                     BoxState::Running
@@ -256,12 +302,25 @@ impl Sandbox {
         (seen.elapsed() < FRESH).then(|| live.clone())
     }
 
+    /// The configured image, if it is there and keeps this daemon's contract.
+    async fn image(&self, docker: &bollard::Docker) -> Result<docker::Image, BoxError> {
+        match docker::image(docker, &self.config.image).await? {
+            None => Err(BoxError::NoImage(self.config.image.clone())),
+            Some(image) if image.api < docker::API => {
+                Err(BoxError::OldImage(self.config.image.clone()))
+            }
+            Some(image) => Ok(image),
+        }
+    }
+
     async fn bring_up(&self, cause: Option<&TaskRow>) -> Result<Live, BoxError> {
         let docker = self.docker().await?;
-        let Some(image) = docker::image_id(&docker, &self.config.image).await? else {
-            return Err(BoxError::NoImage(self.config.image.clone()));
-        };
+        let image = self.image(&docker).await?.id;
         let mut found = docker::find(&docker, &self.config.name).await?;
+        // An older daemon's box publishes CDP and VNC: never use it, even running.
+        if let Some(old) = found.take_if(|c| !c.published.is_empty()) {
+            docker::retire(&docker, &old).await?;
+        }
         let already = found.as_ref().is_some_and(|c| c.running);
         if !already {
             // A stopped box made from an older image is made again; the volume keeps
@@ -284,13 +343,12 @@ impl Sandbox {
             cache.workdirs.clear();
         }
         let container = found.ok_or_else(|| BoxError::Start("the container vanished".into()))?;
-        let (Some(cdp), Some(novnc)) = (container.cdp, container.novnc) else {
-            return Err(BoxError::Start(
-                "the container publishes no ports (it was not made by LazyBoy?)".into(),
-            ));
+        let live = Live {
+            id: container.id,
+            docker,
         };
         let deadline = Instant::now() + START_DEADLINE;
-        while !cdp::answers(&self.http, cdp).await {
+        while !self.answers(&live).await {
             if Instant::now() > deadline {
                 return Err(BoxError::Start(format!(
                     "its browser did not answer within {} s (see `docker logs {}`)",
@@ -303,12 +361,6 @@ impl Sandbox {
         if !already {
             self.record_state(cause, BoxState::Running, None).await;
         }
-        let live = Live {
-            id: container.id,
-            cdp,
-            novnc,
-            docker,
-        };
         self.cache().live = Some((live.clone(), Instant::now()));
         Ok(live)
     }
@@ -320,15 +372,12 @@ impl Sandbox {
         }
         let docker = self.docker().await?;
         match docker::find(&docker, &self.config.name).await? {
-            Some(c) if c.running => match (c.cdp, c.novnc) {
-                (Some(cdp), Some(novnc)) => Ok(Live {
-                    id: c.id,
-                    cdp,
-                    novnc,
-                    docker,
-                }),
-                _ => Err(BoxError::Start("the container publishes no ports".into())),
-            },
+            Some(c) if c.running && c.published.is_empty() => Ok(Live { id: c.id, docker }),
+            Some(c) if c.running => Err(BoxError::Start(format!(
+                "the running box was made by an older daemon (it publishes {}); start it \
+                 again (`lazyboy box start`) to replace it",
+                c.published.join(", ")
+            ))),
             _ => Err(BoxError::Tool(
                 "the box is not running: start it with `lazyboy box start` (or POST \
                  /api/box/start)"
@@ -360,6 +409,7 @@ impl Sandbox {
             docker::stop(&docker, &container.id, 10).await?;
         }
         *self.cache() = Cache::default();
+        *self.browser.lock().await = None;
         self.record_state(None, BoxState::Stopped, None).await;
         Ok(())
     }

@@ -85,6 +85,7 @@ impl AgentRow {
             approve: self.boundaries.approve(),
             allow: self.boundaries.allow(),
             sandbox: self.boundaries.sandbox(&self.name),
+            git_write: self.boundaries.git_write,
         }
     }
 

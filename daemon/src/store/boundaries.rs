@@ -1,5 +1,6 @@
 //! An agent's boundaries (issue 13) as the store keeps them: the effects whose calls wait
-//! for the person's approval, the `exec_command` rules that need none, and the sandbox.
+//! for the person's approval, the `exec_command` rules that need none, and the sandbox
+//! (with whether its commands may change git directories, issue 21).
 
 use lazyboy_protocol::{Effect, Sandbox};
 
@@ -10,6 +11,8 @@ pub struct Boundaries {
     pub approve: String,
     pub allow: String,
     pub sandbox: Option<String>,
+    /// `workspace-write` commands may change the repositories' git directories.
+    pub git_write: bool,
 }
 
 impl Default for Boundaries {
@@ -18,6 +21,7 @@ impl Default for Boundaries {
             approve: "[]".to_owned(),
             allow: "[]".to_owned(),
             sandbox: None,
+            git_write: false,
         }
     }
 }
@@ -28,6 +32,7 @@ pub struct BoundaryChange {
     pub approve: Option<Vec<Effect>>,
     pub allow: Option<Vec<String>>,
     pub sandbox: Option<Sandbox>,
+    pub git_write: Option<bool>,
 }
 
 impl Boundaries {
@@ -43,6 +48,9 @@ impl Boundaries {
         }
         if let Some(sandbox) = change.sandbox {
             self.sandbox = Some(sandbox.as_str().to_owned());
+        }
+        if let Some(git_write) = change.git_write {
+            self.git_write = git_write;
         }
         self
     }
@@ -83,6 +91,7 @@ mod tests {
             approve: Some(vec![Effect::Command, Effect::WorkspaceWrite]),
             allow: Some(vec!["git status".into()]),
             sandbox: None,
+            git_write: None,
         });
         assert_eq!(stored.approve, r#"["command","workspace_write"]"#);
         assert_eq!(stored.approve(), [Effect::Command, Effect::WorkspaceWrite]);
@@ -95,10 +104,18 @@ mod tests {
         });
         assert_eq!(read_only.sandbox("default"), Sandbox::ReadOnly);
         assert_eq!(read_only.approve, stored.approve);
+        assert!(!read_only.git_write);
+        let git = read_only.with(&BoundaryChange {
+            git_write: Some(true),
+            ..BoundaryChange::default()
+        });
+        assert!(git.git_write);
+        assert_eq!(git.sandbox("x"), Sandbox::ReadOnly);
         let odd = Boundaries {
             approve: r#"["command","bogus"]"#.into(),
             allow: "not json".into(),
             sandbox: Some("nonsense".into()),
+            git_write: false,
         };
         assert_eq!(odd.approve(), [Effect::Command]);
         assert!(odd.allow().is_empty());

@@ -7,14 +7,19 @@
 //! spawned child with piped stdio leading its own process group.
 //!
 //! A confined `Host` (the agent's sandbox is not `off`, see [`crate::confine`]) runs each
-//! command through the sandbox helper (`lazyboyd --sandbox-exec …`, Landlock) on Linux and
-//! `sandbox-exec` (Seatbelt) on macOS; when the kernel cannot confine, it refuses to start
-//! the command rather than run it unconfined. Every spawn is recorded with the reaper, so the
-//! daemon, as subreaper, reaps only the orphans it adopts.
+//! command through the sandbox helper (`lazyboy-sandbox …`: the git directories read-only,
+//! Landlock, seccomp) on Linux and `sandbox-exec` (Seatbelt) on macOS; when the kernel
+//! cannot confine, it refuses to start the command rather than run it unconfined. A `Host`
+//! of a task ([`Host::in_task`]) puts each command in a cgroup of its own inside the task's
+//! (through the helper, which joins it before anything else; unconfined commands too), so
+//! [`Machine::kill`] and the task's end reach every process it started. A command started
+//! through the helper leads a new session (the helper's `setsid`); otherwise a new process
+//! group. Every spawn is recorded with the reaper, so the daemon, as subreaper, reaps only
+//! the orphans it adopts.
 
 use std::ffi::OsString;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
@@ -32,9 +37,10 @@ pub trait Machine: Send + Sync + std::fmt::Debug {
     /// of a new process group, with `marker` (the command's id) in its environment under
     /// [`MARKER`].
     fn spawn(&self, script: &str, workdir: &Path, marker: &str) -> io::Result<Child>;
-    /// Reads a whole file.
+    /// Reads a whole file of this machine. Not for the host's workspace: its files are opened
+    /// beneath the workspace's fd ([`super::workspace::Root`]), never by path.
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>>;
-    /// Writes a whole file (created or replaced).
+    /// Writes a whole file of this machine (created or replaced); the same caveat.
     fn write<'a>(&'a self, path: &'a Path, bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
     /// Whether `path` is a directory to run in (checked before a command starts).
     fn is_dir(&self, path: &Path) -> bool {
@@ -49,6 +55,8 @@ pub trait Machine: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Default, Clone)]
 pub struct Host {
     confinement: Option<Arc<Confinement>>,
+    /// The task whose commands these are: their cgroups, the process walk at its end.
+    task: Option<String>,
 }
 
 impl Host {
@@ -56,6 +64,29 @@ impl Host {
     pub fn confined(confinement: Confinement) -> Host {
         Host {
             confinement: (!confinement.is_off()).then(|| Arc::new(confinement)),
+            task: None,
+        }
+    }
+
+    /// The same, its commands belonging to task `task` (contained with it).
+    pub fn in_task(mut self, task: &str) -> Host {
+        self.task = Some(task.to_owned());
+        self
+    }
+
+    /// The cgroup for command `marker`, made now; `None` without a task or cgroups.
+    fn cgroup(&self, marker: &str) -> io::Result<Option<PathBuf>> {
+        let Some(task) = &self.task else {
+            return Ok(None);
+        };
+        confine::tree::record(task, marker);
+        match confine::cgroup::command_dir(task, marker) {
+            None => Ok(None),
+            Some(Ok(dir)) => Ok(Some(dir)),
+            Some(Err(e)) => Err(io::Error::new(
+                e.kind(),
+                format!("cannot create the command's cgroup: {e}. Nothing ran."),
+            )),
         }
     }
 }
@@ -68,10 +99,15 @@ impl Machine for Host {
     fn spawn(&self, script: &str, workdir: &Path, marker: &str) -> io::Result<Child> {
         // The person's umask, not the daemon's private 077.
         let script = format!("umask {:03o}\n{script}", super::user_umask());
+        let cgroup = self.cgroup(marker)?;
         let Some(confinement) = &self.confinement else {
-            return match host_shell("bash".into(), shell_args(&script), workdir, marker) {
+            if let Some(dir) = &cgroup {
+                let args = confine::contain_args("bash", &script, dir);
+                return host_shell(confine::helper().into(), args, workdir, marker, true);
+            }
+            return match host_shell("bash".into(), shell_args(&script), workdir, marker, false) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    host_shell("sh".into(), shell_args(&script), workdir, marker)
+                    host_shell("sh".into(), shell_args(&script), workdir, marker, false)
                 }
                 other => other,
             };
@@ -87,35 +123,67 @@ impl Machine for Host {
                 ),
             ));
         }
-        let (program, args) = confined_command(confinement, &script);
-        host_shell(program, args, workdir, marker)
+        let (program, args) = confined_command(confinement, &script, cgroup.as_deref());
+        host_shell(program, args, workdir, marker, cfg!(target_os = "linux"))
     }
 
+    // The host's files are the workspace's, opened beneath its fd (`workspace::Root`); a
+    // path-based read or write here would bring back the check-then-open race.
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>> {
-        Box::pin(tokio::fs::read(path))
+        Box::pin(async move { Err(by_path(path)) })
     }
 
-    fn write<'a>(&'a self, path: &'a Path, bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
-        Box::pin(tokio::fs::write(path, bytes))
+    fn write<'a>(&'a self, path: &'a Path, _bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move { Err(by_path(path)) })
     }
+
+    fn kill(&self, marker: &str) {
+        if let Some(task) = &self.task {
+            confine::cgroup::kill_command(task, marker);
+        }
+    }
+}
+
+fn by_path(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{}: host files are opened beneath the workspace, not by path",
+            path.display()
+        ),
+    )
 }
 
 fn shell_args(script: &str) -> Vec<OsString> {
     vec!["-c".into(), script.into()]
 }
 
-/// The sandbox helper running `bash -c script` (Linux).
+/// The sandbox helper running `bash -c script` (Linux), in `cgroup`; the git directories
+/// are protected where a mount namespace can be made (`doctor` says when not).
 #[cfg(not(target_os = "macos"))]
-fn confined_command(confinement: &Confinement, script: &str) -> (OsString, Vec<OsString>) {
+fn confined_command(
+    confinement: &Confinement,
+    script: &str,
+    cgroup: Option<&Path>,
+) -> (OsString, Vec<OsString>) {
+    let protect = if confine::layers().namespace.is_ok() {
+        confinement.protected_git()
+    } else {
+        Vec::new()
+    };
     (
         confine::helper().into_os_string(),
-        confinement.helper_args("bash", script),
+        confinement.helper_args("bash", script, cgroup, &protect),
     )
 }
 
 /// `sandbox-exec -p PROFILE bash -c script` (macOS).
 #[cfg(target_os = "macos")]
-fn confined_command(confinement: &Confinement, script: &str) -> (OsString, Vec<OsString>) {
+fn confined_command(
+    confinement: &Confinement,
+    script: &str,
+    _cgroup: Option<&Path>,
+) -> (OsString, Vec<OsString>) {
     let profile = confine::seatbelt::profile(confinement).unwrap_or_default();
     let (program, args) = confine::seatbelt::command(&profile, "bash", script);
     (
@@ -124,11 +192,16 @@ fn confined_command(confinement: &Confinement, script: &str) -> (OsString, Vec<O
     )
 }
 
+/// Spawns `program args` for a command: piped stdio, the daemon's secrets out of its
+/// environment, its marker in. `helper`: the program is the sandbox helper, which makes
+/// itself a session (and so group) leader; a process group leader could not, so only
+/// other programs get a group here.
 fn host_shell(
     program: OsString,
     args: Vec<OsString>,
     workdir: &Path,
     marker: &str,
+    helper: bool,
 ) -> io::Result<Child> {
     let mut command = tokio::process::Command::new(program);
     for (name, _) in std::env::vars_os() {
@@ -144,7 +217,9 @@ fn host_shell(
         .current_dir(workdir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    if !helper {
+        command.process_group(0);
+    }
     confine::reaper::spawn_tracked(|| command.spawn())
 }

@@ -25,7 +25,6 @@ pub mod task;
 pub mod workspace;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -87,8 +86,8 @@ pub fn is_secret_env(name: &str) -> bool {
 /// What a tool needs from the task that called it.
 #[derive(Clone)]
 pub struct ToolContext {
-    /// The task's workspace on the host, canonicalized. Every host path is resolved inside it.
-    pub workspace: PathBuf,
+    /// The task's workspace on the host, open: every host path is opened beneath it.
+    pub workspace: Arc<workspace::Root>,
     pub task_id: String,
     /// The call being answered, as recorded (its result and a question name it).
     pub call: String,

@@ -5,10 +5,11 @@
 //! model gets about [`HEAD`] bytes from the start, a line naming the file, and about [`TAIL`]
 //! bytes from the end. Cuts fall on char boundaries, and on line boundaries when one is near.
 //! Command logs live in the same directory (`<command id>.log`), see [`super::commands`].
-
-use std::path::{Path, PathBuf};
+//! The file is written through the checked directory's fd, replacing whatever had its name
+//! (a planted symlink is removed, never followed): see [`super::workspace::OutputDir`].
 
 use super::ToolContext;
+pub use super::workspace::OUTPUT_DIR;
 
 /// Results up to this size go to the model unchanged.
 pub const LIMIT: usize = 16 * 1024;
@@ -16,22 +17,20 @@ pub const LIMIT: usize = 16 * 1024;
 pub const HEAD: usize = 4 * 1024;
 /// About this many bytes of a long result's end are kept.
 pub const TAIL: usize = 4 * 1024;
-/// The directory, relative to the workspace, that holds spilled results and command logs.
-pub const OUTPUT_DIR: &str = ".lazyboy-output";
-
-/// `<workspace>/.lazyboy-output`.
-pub fn output_dir(workspace: &Path) -> PathBuf {
-    workspace.join(OUTPUT_DIR)
-}
-
 /// Returns `text` unchanged when small; otherwise saves it whole and returns head + note + tail.
 pub fn limit(ctx: &ToolContext, text: String) -> String {
     if text.len() <= LIMIT {
         return text;
     }
     let name = format!("{}.txt", file_stem(&ctx.call_id));
-    let dir = output_dir(&ctx.workspace);
-    let saved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(&name), &text));
+    let saved = ctx
+        .workspace
+        .output()
+        .map_err(|e| e.to_string())
+        .and_then(|dir| {
+            dir.replace(&name, text.as_bytes())
+                .map_err(|e| e.to_string())
+        });
     let (head, tail) = cut(&text);
     let omitted = text.len() - head.len() - tail.len();
     let note = match saved {
@@ -115,7 +114,7 @@ mod tests {
     fn small_text_is_unchanged() {
         let (_dir, ctx) = testing::ctx();
         assert_eq!(limit(&ctx, "hello".to_owned()), "hello");
-        assert!(!output_dir(&ctx.workspace).exists());
+        assert!(!ctx.workspace.path().join(OUTPUT_DIR).exists());
     }
 
     #[test]
@@ -133,7 +132,7 @@ mod tests {
         );
         assert!(out.contains(" bytes omitted"));
         assert_eq!(
-            std::fs::read_to_string(ctx.workspace.join(file)).unwrap(),
+            std::fs::read_to_string(ctx.workspace.path().join(file)).unwrap(),
             text
         );
         // Cut after a newline: no half line around the note.
@@ -148,6 +147,7 @@ mod tests {
         let text = "é".repeat(LIMIT);
         let out = limit(&ctx, text);
         assert!(out.starts_with('é') && out.ends_with('é'));
-        assert!(output_dir(&ctx.workspace).join("call____x.txt").exists());
+        let dir = ctx.workspace.path().join(OUTPUT_DIR);
+        assert!(dir.join("call____x.txt").exists());
     }
 }

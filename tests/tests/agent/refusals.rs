@@ -33,7 +33,14 @@ async fn path_escapes_are_refused() {
     let (code, stdout) = run(&daemon, ws.path(), "read secrets").await;
     assert_eq!(code, 0);
     let events = task_events(&daemon, &task_of(&stdout)).await;
-    for (id, status, output) in results(&events) {
+    let refused = results(&events);
+    let ids: Vec<&str> = refused.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["e1", "e2", "e3", "e4", "e5"],
+        "every escape got its one result"
+    );
+    for (id, status, output) in refused {
         assert_eq!(status, ToolStatus::Error, "{id}: {output}");
         assert!(
             output.contains("outside the workspace") || output.contains("escapes the workspace"),

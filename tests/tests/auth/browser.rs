@@ -152,8 +152,8 @@ async fn under_tls_on_the_lan_the_session_never_reaches_a_plain_http_port_of_the
     let lan = health.lan_urls.first().cloned().unwrap_or_else(|| {
         panic!(
             "this test needs a LAN interface (an up, non-loopback, non-bridge address); this \
-             machine has none: add one, e.g. `ip link add lb0 type dummy && ip addr add \
-             10.254.0.1/24 dev lb0 && ip link set lb0 up`"
+             machine has none: add one, e.g. `ip link add lb0 type veth peer name lb1 && ip \
+             addr add 10.254.0.1/24 dev lb0 && ip link set lb1 up && ip link set lb0 up`"
         )
     });
     let host = lan

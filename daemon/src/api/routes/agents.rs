@@ -37,7 +37,19 @@ pub async fn create(
     if let Some(servers) = &request.mcp {
         check_mcp(&state, servers)?;
     }
-    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
+    let boundaries = boundaries(
+        request.approve,
+        request.allow,
+        request.sandbox,
+        request.git_write,
+    )?;
+    // A confined agent may not work in (or above) the LazyBoy home, nor in the person's.
+    let sandbox = crate::store::Boundaries::default()
+        .with(&boundaries)
+        .sandbox(&request.name);
+    if let Some(dir) = &request.workspace {
+        check_confined(sandbox, dir)?;
+    }
     let mut row = state
         .store
         .create_agent_with(
@@ -104,8 +116,25 @@ pub async fn update(
         && request.mcp.is_none()
         && request.approve.is_none()
         && request.allow.is_none()
-        && request.sandbox.is_none();
-    let boundaries = boundaries(request.approve, request.allow, request.sandbox)?;
+        && request.sandbox.is_none()
+        && request.git_write.is_none();
+    let boundaries = boundaries(
+        request.approve,
+        request.allow,
+        request.sandbox,
+        request.git_write,
+    )?;
+    if boundaries.sandbox.is_some() || request.workspace.is_some() {
+        // What the agent would be after the change: its sandbox and workspace.
+        let current = state.store.agent(&name).await?;
+        let sandbox = current.boundaries.clone().with(&boundaries).sandbox(&name);
+        let workspace = match request.workspace.as_deref() {
+            Some("") => state.runtime.workspaces.join(&name),
+            Some(dir) => dir.into(),
+            None => current.workspace_in(&state.runtime.workspaces),
+        };
+        check_confined(sandbox, &workspace.display().to_string())?;
+    }
     let mut row = if only_pin {
         state.store.agent(&name).await?
     } else {
@@ -208,6 +237,7 @@ fn boundaries(
     approve: Option<Vec<Effect>>,
     allow: Option<Vec<String>>,
     sandbox: Option<Sandbox>,
+    git_write: Option<bool>,
 ) -> Result<BoundaryChange, ApiError> {
     if let Some(effect) = approve.iter().flatten().find(|e| !approvable(**e)) {
         return Err(ApiError::bad_request(format!(
@@ -235,7 +265,16 @@ fn boundaries(
         approve,
         allow,
         sandbox,
+        git_write,
     })
+}
+
+/// 400 when `dir` may not be the workspace of an agent whose sandbox is `sandbox`.
+pub fn check_confined(sandbox: Sandbox, dir: &str) -> Result<(), ApiError> {
+    match crate::confine::workspaces::refusal(sandbox, Path::new(dir)) {
+        Some(why) => Err(ApiError::bad_request(why)),
+        None => Ok(()),
+    }
 }
 
 fn check_workspace(dir: &str) -> Result<(), ApiError> {

@@ -1,5 +1,6 @@
 //! `GET /api/tasks/{id}/files` (the task's deliverables) and `GET /api/tasks/{id}/files/{path}`
-//! (one of them, downloaded as it is on disk now).
+//! (one of them, downloaded as it is on disk now: opened beneath the workspace and streamed
+//! from that open file, never re-opened by path).
 
 use axum::Json;
 use axum::body::Body;
@@ -24,18 +25,13 @@ pub async fn download(
     State(state): State<AppState>,
     ApiPath((id, path)): ApiPath<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let real = match state.runtime.deliverable(&id, &path).await {
-        Ok(real) => real,
+    let (file, name) = match state.runtime.deliverable(&id, &path).await {
+        Ok(open) => open,
         Err(FileError::Store(error)) => return Err(error.into()),
         Err(error) => return Err(ApiError::not_found(error.to_string())),
     };
-    let file = tokio::fs::File::open(&real)
-        .await
-        .map_err(|e| ApiError::not_found(format!("{path}: {e}")))?;
-    let name = real
-        .file_name()
-        .map(|n| n.to_string_lossy().replace(['"', '\\', '\r', '\n'], "_"))
-        .unwrap_or_else(|| "file".to_owned());
+    let file = tokio::fs::File::from_std(file);
+    let name = name.replace(['"', '\\', '\r', '\n'], "_");
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/octet-stream")

@@ -4,8 +4,8 @@
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lazyboy_protocol::{BoxStatus, BoxTakeover};
@@ -69,19 +69,17 @@ pub async fn handback(State(state): State<AppState>) -> Result<Json<BoxStatus>, 
 }
 
 pub async fn novnc_root(State(state): State<AppState>) -> Response {
-    novnc::http(&state.runtime.sandbox, "", None).await
+    novnc::http(&state.runtime.sandbox, "").await
 }
 
-pub async fn novnc(
-    State(state): State<AppState>,
-    ApiPath(path): ApiPath<String>,
-    RawQuery(query): RawQuery,
-) -> Response {
-    novnc::http(&state.runtime.sandbox, &path, query.as_deref()).await
+/// noVNC's files (static: a query string changes nothing).
+pub async fn novnc(State(state): State<AppState>, ApiPath(path): ApiPath<String>) -> Response {
+    novnc::http(&state.runtime.sandbox, &path).await
 }
 
-/// The desktop's websocket, bridged to the box's websockify. A page of another origin may
-/// not open it (a websocket is a GET, so the guard's CSRF check does not cover it).
+/// The desktop's websocket, bridged to a VNC server in the box for this viewer. A page of
+/// another origin may not open it (a websocket is a GET, so the guard's CSRF check does not
+/// cover it).
 pub async fn websockify(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -100,5 +98,5 @@ pub async fn websockify(
     let live = state.runtime.sandbox.running().await?;
     Ok(upgrade
         .protocols(["binary"])
-        .on_upgrade(move |socket| novnc::bridge(socket, live.novnc)))
+        .on_upgrade(move |socket| novnc::bridge(socket, live)))
 }

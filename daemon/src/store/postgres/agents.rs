@@ -17,7 +17,7 @@ pub(in crate::store) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructi
     COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
     COALESCE(u.output_tokens, 0) AS output_tokens, \
     COALESCE(u.usage_estimated, FALSE) AS usage_estimated, u.cost_microusd, a.node, a.mcp, \
-    a.approve, a.allow, a.sandbox \
+    a.approve, a.allow, a.sandbox, a.git_write \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
     LEFT JOIN (SELECT agent_id, SUM(input_tokens)::BIGINT AS input_tokens, \
         SUM(cached_tokens)::BIGINT AS cached_tokens, SUM(output_tokens)::BIGINT AS output_tokens, \
@@ -44,7 +44,7 @@ impl Postgres {
         let now = now_ms();
         let inserted = sqlx::query_scalar(
             "INSERT INTO agents (name, instructions, model, workspace, created_at_ms, approve, \
-             allow, sandbox) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+             allow, sandbox, git_write) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         )
         .bind(name)
         .bind(instructions)
@@ -54,6 +54,7 @@ impl Postgres {
         .bind(&boundaries.approve)
         .bind(&boundaries.allow)
         .bind(&boundaries.sandbox)
+        .bind(boundaries.git_write)
         .fetch_one(&mut *tx)
         .await;
         let id: i64 = match inserted {
@@ -118,7 +119,7 @@ impl Postgres {
         agent.change(instructions, model, workspace, mcp, boundaries);
         sqlx::query(
             "UPDATE agents SET instructions = $1, model = $2, workspace = $3, mcp = $4, \
-             approve = $5, allow = $6, sandbox = $7 WHERE id = $8",
+             approve = $5, allow = $6, sandbox = $7, git_write = $8 WHERE id = $9",
         )
         .bind(&agent.instructions)
         .bind(&agent.model)
@@ -127,6 +128,7 @@ impl Postgres {
         .bind(&agent.boundaries.approve)
         .bind(&agent.boundaries.allow)
         .bind(&agent.boundaries.sandbox)
+        .bind(agent.boundaries.git_write)
         .bind(agent.id)
         .execute(&mut *tx)
         .await?;
@@ -141,7 +143,7 @@ impl Postgres {
         agent_id: i64,
     ) -> Result<Boundaries, StoreError> {
         Ok(
-            sqlx::query_as("SELECT approve, allow, sandbox FROM agents WHERE id = $1")
+            sqlx::query_as("SELECT approve, allow, sandbox, git_write FROM agents WHERE id = $1")
                 .bind(agent_id)
                 .fetch_optional(&self.pool)
                 .await?

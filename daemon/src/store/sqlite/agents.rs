@@ -18,7 +18,7 @@ pub(in crate::store) const SELECT_LIVE: &str = "SELECT a.id, a.name, a.instructi
     COALESCE(u.input_tokens, 0) AS input_tokens, COALESCE(u.cached_tokens, 0) AS cached_tokens, \
     COALESCE(u.output_tokens, 0) AS output_tokens, \
     COALESCE(u.usage_estimated, 0) AS usage_estimated, u.cost_microusd, a.node, a.mcp, \
-    a.approve, a.allow, a.sandbox \
+    a.approve, a.allow, a.sandbox, a.git_write \
     FROM agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
     LEFT JOIN (SELECT agent_id, SUM(input_tokens) AS input_tokens, \
         SUM(cached_tokens) AS cached_tokens, SUM(output_tokens) AS output_tokens, \
@@ -46,7 +46,7 @@ impl Sqlite {
         let now = now_ms();
         let inserted = sqlx::query_scalar(
             "INSERT INTO agents (name, instructions, model, workspace, created_at_ms, approve, \
-             allow, sandbox) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             allow, sandbox, git_write) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(name)
         .bind(instructions)
@@ -56,6 +56,7 @@ impl Sqlite {
         .bind(&boundaries.approve)
         .bind(&boundaries.allow)
         .bind(&boundaries.sandbox)
+        .bind(boundaries.git_write)
         .fetch_one(&mut *tx)
         .await;
         let id: i64 = match inserted {
@@ -121,7 +122,7 @@ impl Sqlite {
         agent.change(instructions, model, workspace, mcp, boundaries);
         sqlx::query(
             "UPDATE agents SET instructions = ?, model = ?, workspace = ?, mcp = ?, \
-             approve = ?, allow = ?, sandbox = ? WHERE id = ?",
+             approve = ?, allow = ?, sandbox = ?, git_write = ? WHERE id = ?",
         )
         .bind(&agent.instructions)
         .bind(&agent.model)
@@ -130,6 +131,7 @@ impl Sqlite {
         .bind(&agent.boundaries.approve)
         .bind(&agent.boundaries.allow)
         .bind(&agent.boundaries.sandbox)
+        .bind(agent.boundaries.git_write)
         .bind(agent.id)
         .execute(&mut *tx)
         .await?;
@@ -144,7 +146,7 @@ impl Sqlite {
         agent_id: i64,
     ) -> Result<Boundaries, StoreError> {
         Ok(
-            sqlx::query_as("SELECT approve, allow, sandbox FROM agents WHERE id = ?")
+            sqlx::query_as("SELECT approve, allow, sandbox, git_write FROM agents WHERE id = ?")
                 .bind(agent_id)
                 .fetch_optional(&self.reader)
                 .await?

@@ -43,6 +43,7 @@ on_both! {
             approve: Some(vec![Effect::Command]),
             allow: Some(vec!["git status".into()]),
             sandbox: Some(Sandbox::ReadOnly),
+            git_write: None,
         };
         let ops = store.create_agent_with("ops", "", None, None, &strict).await.unwrap();
         assert_eq!(ops.to_api(std::path::Path::new("/w")).sandbox, Sandbox::ReadOnly);
@@ -52,7 +53,11 @@ on_both! {
         assert_eq!(read.boundaries.approve(), [Effect::Command]);
 
         let servers = vec!["git".to_owned(), "time".to_owned()];
-        let looser = BoundaryChange { sandbox: Some(Sandbox::WorkspaceWrite), ..Default::default() };
+        let looser = BoundaryChange {
+            sandbox: Some(Sandbox::WorkspaceWrite),
+            git_write: Some(true),
+            ..Default::default()
+        };
         let edited = store
             .update_agent_with("ops", Some("be brief"), None, None, Some(&servers), &looser)
             .await
@@ -62,6 +67,8 @@ on_both! {
         let stored = store.agent_boundaries(ops.id).await.unwrap();
         assert_eq!(stored, edited.boundaries);
         assert_eq!(stored.sandbox("ops"), Sandbox::WorkspaceWrite);
+        assert!(stored.git_write && !ops.boundaries.git_write);
+        assert!(store.agent("ops").await.unwrap().to_api(std::path::Path::new("/w")).git_write);
         assert_eq!(store.agent("ops").await.unwrap().mcp_servers(), servers);
         let events = store.events_after(0, &EventFilter::default(), 100).await.unwrap();
         let logged: Vec<Vec<String>> = events

@@ -4,7 +4,14 @@
 //! Each command runs as `bash -c <cmd>` (`sh -c` when bash is missing) in its own process
 //! group, so one `killpg` stops it and everything it spawned. One pump task appends stdout and
 //! stderr, in arrival order, to `<workspace>/.lazyboy-output/<id>.log` and then to an
-//! in-memory buffer of output the model has not read yet (bounded: the log keeps everything).
+//! in-memory buffer of output the model has not read yet (bounded: the log keeps everything)
+//! and a short tail (what a revival note quotes). The log is created with `O_EXCL |
+//! O_NOFOLLOW` in the checked output directory and written only through the fd opened then;
+//! the daemon never reads it back: a command may replace its own log (with a symlink to
+//! `<home>/token`, say), and whatever the daemon tells of its output comes from memory.
+//!
+//! A command belongs to the task that started it: only that task's tools may type into it,
+//! wait for it, read it or kill it (see `handlers::command`).
 //! One supervisor task waits for the exit (or the timeout, which kills the group) and records
 //! the [`Exit`] only after the pipes drained (or a short grace, when a background child keeps
 //! them open), so a waiter that sees the exit also sees all the output written before it.
@@ -13,6 +20,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -27,9 +35,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::exec::Machine;
 use super::spill;
+use super::workspace::OutputDir;
 
 /// Unread output kept in memory per command; past it the oldest unread half is dropped.
 const MEMORY_CAP: usize = 1 << 20;
+/// The end of the output kept in memory for the revival note (which quotes at most this).
+pub const TAIL_KEEP: usize = 4096;
 /// How long the exit waits for the pipes to close once the shell has exited.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
 
@@ -45,10 +56,13 @@ pub struct StartSpec {
     pub machine: Arc<dyn Machine>,
     pub task_id: String,
     pub cmd: String,
-    /// Already resolved inside the workspace.
+    /// Where it runs, as the machine names it (on the host: `/proc/self/fd/N` of
+    /// `workdir_fd`, so a path swapped after the check cannot move it).
     pub workdir: PathBuf,
-    /// The task's workspace: the log goes to its `.lazyboy-output/`.
-    pub workspace: PathBuf,
+    /// Keeps the host working directory open until the spawn.
+    pub workdir_fd: Option<Arc<OwnedFd>>,
+    /// The workspace's checked `.lazyboy-output`: the log goes there.
+    pub output: OutputDir,
     /// The group is killed when the command runs longer.
     pub timeout: Duration,
 }
@@ -57,8 +71,11 @@ pub struct StartSpec {
 pub enum StartError {
     #[error("the working directory {0} is not a directory")]
     Workdir(PathBuf),
-    #[error("cannot create the command log {path}: {source}")]
-    Log { path: PathBuf, source: io::Error },
+    #[error(
+        "cannot create the command log {}/{id}.log: {source}",
+        spill::OUTPUT_DIR
+    )]
+    Log { id: String, source: io::Error },
     #[error("cannot start the shell: {0}")]
     Spawn(io::Error),
 }
@@ -71,6 +88,7 @@ pub struct CommandInfo {
     /// Its process group (the shell's pid).
     pub pgid: i32,
     pub started_at_ms: u64,
+    /// Its log, relative to the workspace (`.lazyboy-output/<id>.log`).
     pub log_path: PathBuf,
 }
 
@@ -156,6 +174,8 @@ struct State {
     dropped: u64,
     /// Bytes received so far.
     total: u64,
+    /// The last [`TAIL_KEEP`] bytes received (or a little more).
+    tail: Vec<u8>,
     pipes_closed: bool,
     /// The shell was waited for: its pid may be reused once the group is empty.
     reaped: bool,
@@ -173,34 +193,31 @@ impl CommandRegistry {
         if !spec.machine.is_dir(&spec.workdir) {
             return Err(StartError::Workdir(spec.workdir));
         }
-        let dir = spill::output_dir(&spec.workspace);
-        let log_error = |path: &PathBuf, source| StartError::Log {
-            path: path.clone(),
-            source,
-        };
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(|e| log_error(&dir, e))?;
-        let (id, log_path, log) = loop {
+        let (id, log) = loop {
             let id = new_id();
-            let path = dir.join(format!("{id}.log"));
             if self.map().contains_key(&id) {
                 continue;
             }
-            // `create_new`: ids must not collide with a log from an earlier daemon either.
-            let mut options = tokio::fs::OpenOptions::new();
-            options.append(true).create_new(true);
-            match options.open(&path).await {
-                Ok(file) => break (id, path, file),
+            // Ids must not collide with a log from an earlier daemon either, and a name
+            // planted in advance (a symlink) is never opened.
+            match spec.output.create_new(&format!("{id}.log")) {
+                Ok(file) => break (id, tokio::fs::File::from_std(file)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(log_error(&path, e)),
+                Err(source) => return Err(StartError::Log { id, source }),
             }
         };
+        let log_path = PathBuf::from(spill::OUTPUT_DIR).join(format!("{id}.log"));
         let spawned = spec.machine.spawn(&spec.cmd, &spec.workdir, &id);
+        // The child has its working directory now.
+        drop(spec.workdir_fd);
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
-                let _ = tokio::fs::remove_file(&log_path).await;
+                let _ = rustix::fs::unlinkat(
+                    spec.output.fd(),
+                    format!("{id}.log").as_str(),
+                    rustix::fs::AtFlags::empty(),
+                );
                 return Err(StartError::Spawn(e));
             }
         };
@@ -325,6 +342,26 @@ impl Command {
         }
         text.push_str(&String::from_utf8_lossy(&bytes));
         text
+    }
+
+    /// The end of its output (at most `max` bytes, cut on a char boundary), from memory: what
+    /// the revival note quotes. Says where the rest is when there was more.
+    pub fn tail(&self, max: usize) -> String {
+        let state = self.state();
+        let mut start = state.tail.len().saturating_sub(max);
+        // Skip continuation bytes: start on a char boundary.
+        while start < state.tail.len() && state.tail[start] & 0xC0 == 0x80 {
+            start += 1;
+        }
+        let text = String::from_utf8_lossy(&state.tail[start..]);
+        if state.total > (state.tail.len() - start) as u64 {
+            format!(
+                "[... earlier output in {}]\n{text}",
+                self.info.log_path.display()
+            )
+        } else {
+            text.into_owned()
+        }
     }
 
     /// Waits until the command exits, `timeout` passes or `cancel` fires.

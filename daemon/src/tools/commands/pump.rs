@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdout};
 
-use super::{Command, DRAIN_GRACE, Exit, KillReason, MEMORY_CAP};
+use super::{Command, DRAIN_GRACE, Exit, KillReason, MEMORY_CAP, TAIL_KEEP};
 
 /// The length of `bytes` without a trailing incomplete UTF-8 sequence.
 pub(super) fn complete_len(bytes: &[u8]) -> usize {
@@ -64,6 +64,11 @@ pub(super) async fn pump(
             let mut state = cmd.state();
             state.unread.extend_from_slice(chunk);
             state.total += n as u64;
+            state.tail.extend_from_slice(chunk);
+            if state.tail.len() > 2 * TAIL_KEEP {
+                let excess = state.tail.len() - TAIL_KEEP;
+                state.tail.drain(..excess);
+            }
             if state.unread.len() > MEMORY_CAP {
                 let excess = state.unread.len() - MEMORY_CAP / 2;
                 state.unread.drain(..excess);

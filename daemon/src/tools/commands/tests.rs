@@ -49,8 +49,9 @@ fn spec(ctx: &crate::tools::ToolContext, cmd: &str) -> StartSpec {
         machine: ctx.machine.clone(),
         task_id: ctx.task_id.clone(),
         cmd: cmd.to_owned(),
-        workdir: ctx.workspace.clone(),
-        workspace: ctx.workspace.clone(),
+        workdir: ctx.workspace.path().to_path_buf(),
+        workdir_fd: None,
+        output: ctx.workspace.output().unwrap(),
         timeout: Duration::from_secs(30),
     }
 }
@@ -100,7 +101,9 @@ async fn unread_output_is_bounded_in_memory_but_logged_whole() {
     assert!(text.contains(" bytes of output were not kept in memory"));
     assert!(text.len() <= MEMORY_CAP + 300);
     assert_eq!(
-        std::fs::metadata(&command.info().log_path).unwrap().len(),
+        std::fs::metadata(ctx.workspace.path().join(&command.info().log_path))
+            .unwrap()
+            .len(),
         3_000_000
     );
     assert_eq!(command.take_output(), "");

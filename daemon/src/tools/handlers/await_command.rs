@@ -149,24 +149,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn commands_of_other_workspaces_are_unknown() {
-        let ctx_fn = ctx;
-        let (_dir, mut ctx) = ctx_fn();
-        let out = call(&ExecCommand, &ctx, json!({"cmd": "echo shared"})).await;
+    async fn commands_of_other_tasks_are_unknown_even_in_the_same_workspace() {
+        let (_dir, mut ctx) = ctx();
+        let out = call(
+            &ExecCommand,
+            &ctx,
+            json!({"cmd": "sleep 30", "block_until_ms": 0}),
+        )
+        .await;
         let id = command_id(&out.text);
-        // Another task in the same workspace may follow it...
+        // Another task in the same workspace (another agent's, a subagent, its parent) may
+        // not follow it: the same answer as for an id that never existed.
         ctx.task_id = "task-2".to_owned();
-        let out = call(&AwaitCommand, &ctx, json!({"id": id})).await;
-        assert!(!out.is_error, "{}", out.text);
-        // ...one working elsewhere may not.
-        let (_other_dir, mut elsewhere) = ctx_fn();
-        elsewhere.commands = ctx.commands.clone();
-        elsewhere.task_id = "task-3".to_owned();
-        let out = call(&AwaitCommand, &elsewhere, json!({"id": id})).await;
+        let out = call(&AwaitCommand, &ctx, json!({"id": id, "timeout_ms": 0})).await;
         assert!(
-            out.is_error && out.text.contains("unknown command id"),
+            out.is_error && out.text.contains(&format!("unknown command id: {id}")),
             "{}",
             out.text
         );
+        ctx.task_id = "task-1".to_owned();
+        let out = call(&AwaitCommand, &ctx, json!({"id": id, "timeout_ms": 0})).await;
+        assert!(
+            !out.is_error && out.text.contains("still running"),
+            "{}",
+            out.text
+        );
+        ctx.commands.kill_all();
     }
 }

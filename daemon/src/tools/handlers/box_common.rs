@@ -83,15 +83,14 @@ impl BoxTask {
 
 /// Saves `png` as `.lazyboy-output/<call>.png` in the workspace and records it as this
 /// call's image (the model gets it with the result); returns the relative path.
+/// The file is written through the checked output directory's fd, replacing whatever had
+/// its name (a planted symlink is removed, never followed).
 pub async fn attach_png(ctx: &ToolContext, png: &[u8]) -> Result<String, ToolError> {
-    let dir = crate::tools::spill::output_dir(&ctx.workspace);
     let name = format!("{}.png", ctx.call_id);
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(|e| ToolOutput::error(format!("cannot save the screenshot: {e}")))?;
-    tokio::fs::write(dir.join(&name), png)
-        .await
-        .map_err(|e| ToolOutput::error(format!("cannot save the screenshot: {e}")))?;
+    let cannot =
+        |e: &dyn std::fmt::Display| ToolOutput::error(format!("cannot save the screenshot: {e}"));
+    let dir = ctx.workspace.output().map_err(|e| cannot(&e))?;
+    dir.replace(&name, png).map_err(|e| cannot(&e))?;
     let path = format!("{}/{name}", crate::tools::spill::OUTPUT_DIR);
     ctx.scope
         .record(EventBody::ToolImage {

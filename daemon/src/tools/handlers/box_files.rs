@@ -3,8 +3,8 @@
 //!
 //! Box paths are absolute or relative to the agent's `/home/box/work/<agent>`; the box is
 //! its own machine, so they are not confined further (the container is the boundary).
-//! Host paths (`copy_to_box`'s `path`, `copy_from_box`'s `path`) are confined to the
-//! workspace like every host tool. Effects: reading is `read`; writing in the box is
+//! Host paths (`copy_to_box`'s `path`, `copy_from_box`'s `path`) are opened beneath the
+//! workspace's fd like every host tool's (read, or written, through that fd). Effects: reading is `read`; writing in the box is
 //! `command` (it changes the box as its commands do, not the host workspace);
 //! `copy_from_box` writes the workspace (`workspace_write`).
 
@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::box_common::{BoxTask, box_error};
-use super::{display, parse, resolve, schema};
+use super::{blocking, parse, path_error, rel, schema};
 use crate::tools::exec::Machine;
 use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
@@ -188,24 +188,30 @@ impl ToolHandler for CopyToBox {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: ToBox = parse(self, args)?;
-            let source = resolve(ctx, &args.path)?;
-            let meta = tokio::fs::metadata(&source).await.map_err(|e| {
-                ToolOutput::error(format!("cannot read {} in the workspace: {e}", args.path))
-            })?;
-            if !meta.is_file() {
-                return Err(ToolOutput::error(format!("{} is not a file", args.path)).into());
-            }
-            if meta.len() > MAX_COPY {
-                return Err(ToolOutput::error(format!(
-                    "{} is {} bytes; copy_to_box moves at most {MAX_COPY}",
-                    args.path,
-                    meta.len()
-                ))
-                .into());
-            }
-            let bytes = tokio::fs::read(&source).await.map_err(|e| {
-                ToolOutput::error(format!("cannot read {} in the workspace: {e}", args.path))
-            })?;
+            let source = rel(ctx, &args.path)?;
+            let shown = source.shown();
+            // One open: the size checked is the size of the file read.
+            let bytes = blocking(ctx, move |root| {
+                use std::io::Read;
+                let (file, size) = root.open_file(&source).map_err(path_error)?;
+                if size > MAX_COPY {
+                    return Err(ToolOutput::error(format!(
+                        "{} is {size} bytes; copy_to_box moves at most {MAX_COPY}",
+                        source.shown()
+                    )));
+                }
+                let mut bytes = Vec::new();
+                file.take(MAX_COPY + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| {
+                        ToolOutput::error(format!(
+                            "cannot read {} in the workspace: {e}",
+                            source.shown()
+                        ))
+                    })?;
+                Ok(bytes)
+            })
+            .await?;
             let live = self.0.live().await?;
             let dest = self.0.path(&live, &args.dest).await?;
             self.0
@@ -215,8 +221,7 @@ impl ToolHandler for CopyToBox {
                 .await
                 .map_err(|e| io("cannot write", &dest, &e))?;
             Ok(Handled::Output(ToolOutput::ok(format!(
-                "copied {} ({} bytes) to {dest} in the box",
-                display(ctx, &source),
+                "copied {shown} ({} bytes) to {dest} in the box",
                 bytes.len()
             ))))
         })
@@ -247,7 +252,8 @@ impl ToolHandler for CopyFromBox {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: FromBox = parse(self, args)?;
-            let target = resolve(ctx, &args.path)?;
+            let target = rel(ctx, &args.path)?;
+            let shown = target.shown();
             let live = self.0.live().await?;
             let src = self.0.path(&live, &args.src).await?;
             let size = self
@@ -276,19 +282,13 @@ impl ToolHandler for CopyFromBox {
                 .read(Path::new(&src))
                 .await
                 .map_err(|e| io("cannot read", &src, &e))?;
-            if let Some(parent) = target.parent() {
-                tokio::fs::create_dir_all(parent)
-                    .await
-                    .map_err(|e| ToolOutput::error(format!("cannot create {}: {e}", args.path)))?;
-            }
-            ctx.machine
-                .write(&target, &bytes)
-                .await
-                .map_err(|e| ToolOutput::error(format!("cannot write {}: {e}", args.path)))?;
+            let len = bytes.len();
+            blocking(ctx, move |root| {
+                root.write(&target, &bytes).map_err(path_error)
+            })
+            .await?;
             Ok(Handled::Output(ToolOutput::ok(format!(
-                "copied {src} from the box to {} ({} bytes)",
-                display(ctx, &target),
-                bytes.len()
+                "copied {src} from the box to {shown} ({len} bytes)"
             ))))
         })
     }

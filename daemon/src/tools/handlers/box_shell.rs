@@ -83,12 +83,17 @@ impl ToolHandler for BoxShell {
                 None | Some("" | ".") => home,
                 Some(dir) => self.0.path(&live, dir).await?,
             };
+            let output = ctx
+                .workspace
+                .output()
+                .map_err(|e| ToolOutput::error(e.to_string()))?;
             let spec = StartSpec {
                 machine: Arc::new(self.0.sandbox.machine(&live)),
                 task_id: ctx.task_id.clone(),
                 cmd: args.command,
                 workdir: workdir.into(),
-                workspace: ctx.workspace.clone(),
+                workdir_fd: None,
+                output,
                 timeout: Duration::from_millis(
                     args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).max(1),
                 ),

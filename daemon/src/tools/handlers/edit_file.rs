@@ -1,12 +1,17 @@
 //! `edit_file`: replaces one exact occurrence of a text in a file. Mutating. The text must
-//! match exactly once, so an edit never lands somewhere the model did not mean.
+//! match exactly once, so an edit never lands somewhere the model did not mean. The file is
+//! opened once, beneath the workspace's fd, and read and rewritten through that one fd: the
+//! file edited is the file read.
 
 use futures_util::future::BoxFuture;
 use lazyboy_protocol::Approval;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{display, parse, resolve, schema};
+use std::io::{Read, Seek, Write};
+
+use super::{blocking, parse, path_error, rel, schema};
+use crate::tools::workspace::PathError;
 use crate::tools::{
     Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, preview, respond,
 };
@@ -55,13 +60,16 @@ impl ToolHandler for EditFile {
         Box::pin(async move {
             // An edit that will fail (no file, `old` not found exactly once) asks nothing.
             let parsed: Args = serde_json::from_value(args.clone()).ok()?;
-            let path = resolve(ctx, &parsed.path).ok()?;
-            let text = tokio::fs::read_to_string(&path).await.ok()?;
+            let path = rel(ctx, &parsed.path).ok()?;
+            let shown = path.shown();
+            let bytes = blocking(ctx, move |root| root.read(&path).map_err(path_error))
+                .await
+                .ok()?;
+            let text = String::from_utf8(bytes).ok()?;
             if parsed.old.is_empty() || text.matches(&parsed.old).count() != 1 {
                 return None;
             }
             let edited = text.replacen(&parsed.old, &parsed.new, 1);
-            let shown = display(ctx, &path);
             Some(preview::file_change(
                 self.name(),
                 &shown,
@@ -75,51 +83,59 @@ impl ToolHandler for EditFile {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: Args = parse(self, args)?;
-            let path = resolve(ctx, &args.path)?;
-            let shown = display(ctx, &path);
+            let path = rel(ctx, &args.path)?;
             if args.old.is_empty() {
                 return Err(respond("`old` is empty; give the exact text to replace"));
             }
-            let text = tokio::fs::read_to_string(&path).await.map_err(|e| {
-                ToolOutput::error(match e.kind() {
-                    std::io::ErrorKind::NotFound => {
-                        format!("no such file: {shown} (use write_file to create it)")
-                    }
-                    _ => format!("cannot read {shown} as text: {e}"),
-                })
-            })?;
-            let mut found = text.match_indices(&args.old);
-            let at = match (found.next(), found.count()) {
-                (Some((at, _)), 0) => at,
-                (None, _) => {
-                    return Err(respond(format!(
-                        "`old` was not found in {shown} (0 matches); read the file and copy the \
-                         exact text, whitespace included"
-                    )));
-                }
-                (Some(_), more) => {
-                    return Err(respond(format!(
-                        "`old` matches {} times in {shown}; it must match exactly once: include \
-                         more surrounding lines",
-                        more + 1
-                    )));
-                }
-            };
-            let edited = format!(
-                "{}{}{}",
-                &text[..at],
-                args.new,
-                &text[at + args.old.len()..]
-            );
-            tokio::fs::write(&path, edited)
-                .await
-                .map_err(|e| ToolOutput::error(format!("cannot write {shown}: {e}")))?;
-            let line = text[..at].matches('\n').count() + 1;
-            Ok(Handled::Output(ToolOutput::ok(format!(
-                "edited {shown}: replaced 1 occurrence at line {line}"
-            ))))
+            Ok(blocking(ctx, move |root| edit(root, &path, &args.old, &args.new)).await?)
         })
     }
+}
+
+/// Opens `path` once, finds `old` exactly once, and rewrites the same file through its fd.
+fn edit(
+    root: &crate::tools::workspace::Root,
+    path: &crate::tools::workspace::Rel,
+    old: &str,
+    new: &str,
+) -> Result<Handled, ToolOutput> {
+    let shown = path.shown();
+    let mut file = root.open_rw(path).map_err(|e| match e {
+        PathError::NotFound(shown) => ToolOutput::error(format!(
+            "no such file: {shown} (use write_file to create it)"
+        )),
+        other => path_error(other),
+    })?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(|e| ToolOutput::error(format!("cannot read {shown} as text: {e}")))?;
+    let mut found = text.match_indices(old);
+    let at = match (found.next(), found.count()) {
+        (Some((at, _)), 0) => at,
+        (None, _) => {
+            return Err(ToolOutput::error(format!(
+                "`old` was not found in {shown} (0 matches); read the file and copy the \
+                 exact text, whitespace included"
+            )));
+        }
+        (Some(_), more) => {
+            return Err(ToolOutput::error(format!(
+                "`old` matches {} times in {shown}; it must match exactly once: include \
+                 more surrounding lines",
+                more + 1
+            )));
+        }
+    };
+    let edited = format!("{}{new}{}", &text[..at], &text[at + old.len()..]);
+    let written = file
+        .rewind()
+        .and_then(|()| file.set_len(0))
+        .and_then(|()| file.write_all(edited.as_bytes()));
+    written.map_err(|e| ToolOutput::error(format!("cannot write {shown}: {e}")))?;
+    let line = text[..at].matches('\n').count() + 1;
+    Ok(Handled::Output(ToolOutput::ok(format!(
+        "edited {shown}: replaced 1 occurrence at line {line}"
+    ))))
 }
 
 #[cfg(test)]
@@ -132,19 +148,19 @@ mod tests {
     #[tokio::test]
     async fn replaces_the_single_match() {
         let (_dir, ctx) = ctx();
-        std::fs::write(ctx.workspace.join("f.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+        std::fs::write(ctx.workspace.path().join("f.rs"), "fn a() {}\nfn b() {}\n").unwrap();
         let args = json!({"path": "f.rs", "old": "fn b() {}", "new": "fn c() {}"});
         let out = call(&EditFile, &ctx, args).await;
         assert_eq!(out.text, "edited f.rs: replaced 1 occurrence at line 2");
         assert!(!out.is_error);
-        let text = std::fs::read_to_string(ctx.workspace.join("f.rs")).unwrap();
+        let text = std::fs::read_to_string(ctx.workspace.path().join("f.rs")).unwrap();
         assert_eq!(text, "fn a() {}\nfn c() {}\n");
     }
 
     #[tokio::test]
     async fn zero_or_several_matches_say_how_many() {
         let (_dir, ctx) = ctx();
-        std::fs::write(ctx.workspace.join("f.txt"), "x\nx\n").unwrap();
+        std::fs::write(ctx.workspace.path().join("f.txt"), "x\nx\n").unwrap();
         let out = call(
             &EditFile,
             &ctx,
@@ -168,7 +184,7 @@ mod tests {
             out.text
         );
         assert_eq!(
-            std::fs::read_to_string(ctx.workspace.join("f.txt")).unwrap(),
+            std::fs::read_to_string(ctx.workspace.path().join("f.txt")).unwrap(),
             "x\nx\n"
         );
     }
@@ -187,7 +203,7 @@ mod tests {
             "{}",
             out.text
         );
-        std::fs::write(ctx.workspace.join("f.txt"), "x").unwrap();
+        std::fs::write(ctx.workspace.path().join("f.txt"), "x").unwrap();
         let out = call(
             &EditFile,
             &ctx,

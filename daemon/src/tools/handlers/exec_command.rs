@@ -12,8 +12,9 @@ use lazyboy_protocol::Approval;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{command_report, parse, resolve, schema};
+use super::{command_report, parse, path_error, rel, schema};
 use crate::tools::commands::{StartSpec, WaitEnd};
+use crate::tools::workspace::{self, PathError};
 use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
 const DEFAULT_BLOCK_MS: u64 = 30_000;
@@ -85,7 +86,21 @@ impl ToolHandler for ExecCommand {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: Args = parse(self, args)?;
-            let workdir = resolve(ctx, args.workdir.as_deref().unwrap_or("."))?;
+            let dir = rel(ctx, args.workdir.as_deref().unwrap_or("."))?;
+            // Opened beneath the workspace and handed to the child as `/proc/self/fd/N`: the
+            // command starts in this directory even if the path is swapped meanwhile.
+            let fd = ctx.workspace.open_dir(&dir).map_err(|e| match e {
+                PathError::NotFound(shown) | PathError::NotDir(shown) => {
+                    ToolOutput::error(format!("the working directory {shown} is not a directory"))
+                }
+                other => path_error(other),
+            })?;
+            let fallback = ctx.workspace.path().join(dir.path());
+            let workdir = workspace::dir_path(std::os::fd::AsFd::as_fd(&fd), &fallback);
+            let output = ctx
+                .workspace
+                .output()
+                .map_err(|e| ToolOutput::error(e.to_string()))?;
             let timeout =
                 Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).max(1));
             let spec = StartSpec {
@@ -93,7 +108,8 @@ impl ToolHandler for ExecCommand {
                 task_id: ctx.task_id.clone(),
                 cmd: args.cmd,
                 workdir,
-                workspace: ctx.workspace.clone(),
+                workdir_fd: Some(std::sync::Arc::new(fd)),
+                output,
                 timeout,
             };
             let command = ctx
@@ -154,7 +170,10 @@ mod tests {
             out.text
         );
         let id = command_id(&out.text);
-        let log = ctx.workspace.join(format!(".lazyboy-output/{id}.log"));
+        let log = ctx
+            .workspace
+            .path()
+            .join(format!(".lazyboy-output/{id}.log"));
         assert!(
             out.text.contains(&format!("log: .lazyboy-output/{id}.log")),
             "{}",
@@ -228,11 +247,11 @@ mod tests {
     #[tokio::test]
     async fn workdir_is_resolved_and_confined() {
         let (_dir, ctx) = ctx();
-        std::fs::create_dir(ctx.workspace.join("sub")).unwrap();
+        std::fs::create_dir(ctx.workspace.path().join("sub")).unwrap();
         let out = call(&ExecCommand, &ctx, json!({"cmd": "pwd", "workdir": "sub"})).await;
         assert!(
             out.text
-                .contains(&format!("{}/sub\n", ctx.workspace.display())),
+                .contains(&format!("{}/sub\n", ctx.workspace.path().display())),
             "{}",
             out.text
         );
@@ -264,7 +283,8 @@ mod tests {
         );
         assert!(out.text.contains("\n1\n2\n") && out.text.ends_with("19999\n20000\n"));
         let spilled =
-            std::fs::read_to_string(ctx.workspace.join(".lazyboy-output/call-1.txt")).unwrap();
+            std::fs::read_to_string(ctx.workspace.path().join(".lazyboy-output/call-1.txt"))
+                .unwrap();
         assert_eq!(spilled.lines().count(), 20000);
     }
 }

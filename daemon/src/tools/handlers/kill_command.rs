@@ -92,7 +92,10 @@ mod tests {
         let args = json!({"cmd": "sleep 100 & echo child=$!; wait", "block_until_ms": 0});
         let out = call(&ExecCommand, &ctx, args).await;
         let id = command_id(&out.text);
-        let log = ctx.workspace.join(format!(".lazyboy-output/{id}.log"));
+        let log = ctx
+            .workspace
+            .path()
+            .join(format!(".lazyboy-output/{id}.log"));
         let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
         assert!(eventually(Duration::from_secs(5), || read_log().contains('\n')).await);
         let child = read_log().trim().trim_start_matches("child=").to_owned();

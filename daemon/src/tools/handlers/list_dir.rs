@@ -2,18 +2,20 @@
 //!
 //! `.git` is shown but never entered, `.lazyboy-output` (spills and command logs) is hidden,
 //! and symlinks are shown with their target but never followed, so a listing cannot leave the
-//! workspace or loop.
+//! workspace or loop. The walk goes through directory fds: the listed directory is opened
+//! beneath the workspace's fd, each subdirectory relative to its parent's fd with
+//! `O_NOFOLLOW` (one swapped for a symlink meanwhile is not entered). The LazyBoy home, when
+//! the workspace holds it, is named but never entered.
 
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{display, parse, resolve, schema};
-use crate::tools::{
-    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond, spill,
-};
+use super::{blocking, parse, path_error, rel, schema};
+use crate::tools::workspace::{self, EntryKind, PathError, Root};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, spill};
 
 const MAX_DEPTH: usize = 3;
 /// Stops a listing of a huge tree early; spill handles the rest of the size problem.
@@ -56,26 +58,25 @@ impl ToolHandler for ListDir {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: Args = parse(self, args)?;
-            let path = resolve(ctx, args.path.as_deref().unwrap_or("."))?;
-            let shown = display(ctx, &path);
-            if !path.is_dir() {
-                let what = if path.exists() {
-                    "not a directory (use read_file)"
-                } else {
-                    "no such directory"
-                };
-                return Err(respond(format!("{shown}: {what}")));
-            }
+            let path = rel(ctx, args.path.as_deref().unwrap_or("."))?;
+            let shown = path.shown();
             let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
-            let listed = tokio::task::spawn_blocking(move || {
+            let mut entries = blocking(ctx, move |root| {
+                let dir = root.open_dir(&path).map_err(|e| match e {
+                    PathError::NotFound(shown) => {
+                        ToolOutput::error(format!("{shown}: no such directory"))
+                    }
+                    PathError::NotDir(shown) => {
+                        ToolOutput::error(format!("{shown}: not a directory (use read_file)"))
+                    }
+                    other => path_error(other),
+                })?;
                 let mut out = Vec::new();
-                walk(&path, "", depth, &mut out).map(|()| out)
+                walk(root, dir.as_fd(), "", depth, &mut out)
+                    .map_err(|e| ToolOutput::error(format!("cannot list {}: {e}", path.shown())))?;
+                Ok(out)
             })
-            .await;
-            // The walk failed or its thread did: the model hears the same either way.
-            let cannot =
-                |e: &dyn std::fmt::Display| ToolOutput::error(format!("cannot list {shown}: {e}"));
-            let mut entries = listed.map_err(|e| cannot(&e))?.map_err(|e| cannot(&e))?;
+            .await?;
             if entries.is_empty() {
                 return Ok(Handled::Output(ToolOutput::ok(format!("{shown} is empty"))));
             }
@@ -92,33 +93,49 @@ impl ToolHandler for ListDir {
     }
 }
 
-/// Appends `dir`'s entries (prefixed with `rel`) and, while `depth` > 1, their subtrees.
-fn walk(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).collect();
-    entries.sort_by_key(|entry| entry.file_name());
-    for entry in entries {
+/// Appends the entries of `dir` (open; prefixed with `rel`) and, while `depth` > 1, their
+/// subtrees, each opened relative to its parent without following a symlink.
+fn walk(
+    root: &Root,
+    dir: BorrowedFd<'_>,
+    rel: &str,
+    depth: usize,
+    out: &mut Vec<String>,
+) -> std::io::Result<()> {
+    for entry in workspace::entries(dir)? {
         if out.len() >= MAX_ENTRIES {
             return Ok(());
         }
-        let name = entry.file_name().to_string_lossy().into_owned();
+        let name = entry.name.to_string_lossy().into_owned();
         if name == spill::OUTPUT_DIR {
             continue;
         }
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
         let rel_name = format!("{rel}{name}");
-        if kind.is_symlink() {
-            let target = std::fs::read_link(entry.path()).unwrap_or_default();
-            out.push(format!("{rel_name} -> {}", target.display()));
-        } else if kind.is_dir() {
-            out.push(format!("{rel_name}/"));
-            // An unreadable subdirectory is still listed; only its contents are missing.
-            if depth > 1 && name != ".git" {
-                let _ = walk(&entry.path(), &format!("{rel_name}/"), depth - 1, out);
+        match entry.kind {
+            EntryKind::Symlink => {
+                let target = workspace::read_link(dir, &entry.name).unwrap_or_default();
+                out.push(format!("{rel_name} -> {}", target.display()));
             }
-        } else {
-            out.push(rel_name);
+            EntryKind::Dir => {
+                // An unreadable subdirectory (or one swapped for a symlink since it was
+                // listed) is still named; only its contents are missing.
+                let sub = if depth > 1 && name != ".git" {
+                    workspace::subdir(dir, &entry.name).ok()
+                } else {
+                    None
+                };
+                match sub {
+                    Some(sub) if root.is_home(sub.as_fd()) => {
+                        out.push(format!("{rel_name}/ (the LazyBoy home: not listed)"));
+                    }
+                    Some(sub) => {
+                        out.push(format!("{rel_name}/"));
+                        let _ = walk(root, sub.as_fd(), &format!("{rel_name}/"), depth - 1, out);
+                    }
+                    None => out.push(format!("{rel_name}/")),
+                }
+            }
+            EntryKind::File | EntryKind::Other => out.push(rel_name),
         }
     }
     Ok(())
@@ -126,6 +143,8 @@ fn walk(dir: &Path, rel: &str, depth: usize, out: &mut Vec<String>) -> std::io::
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use serde_json::json;
 
     use super::*;
@@ -149,7 +168,7 @@ mod tests {
     #[tokio::test]
     async fn lists_sorted_with_depth() {
         let (_dir, ctx) = ctx();
-        tree(&ctx.workspace);
+        tree(ctx.workspace.path());
         let out = call(&ListDir, &ctx, json!({})).await;
         assert!(!out.is_error);
         assert!(
@@ -168,7 +187,7 @@ mod tests {
     #[tokio::test]
     async fn files_missing_paths_and_empty_dirs() {
         let (_dir, ctx) = ctx();
-        tree(&ctx.workspace);
+        tree(ctx.workspace.path());
         let out = call(&ListDir, &ctx, json!({"path": "a.txt"})).await;
         assert!(
             out.is_error && out.text.contains("not a directory"),

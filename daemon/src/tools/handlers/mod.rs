@@ -1,8 +1,8 @@
 //! One file per tool, plus the helpers they share: argument parsing (a bad argument is a
-//! result for the model that shows the expected schema), path resolution through
-//! [`workspace::resolve`], and command lookup confined to the calling task. Each fails with
-//! the error result itself, so a handler passes it on with `?`
-//! (see [`ToolOutcome`](super::ToolOutcome)).
+//! result for the model that shows the expected schema), paths judged by the workspace
+//! ([`workspace::Root::rel`], then opened beneath its fd by the handler), and command lookup
+//! confined to the calling task. Each fails with the error result itself, so a handler
+//! passes it on with `?` (see [`ToolOutcome`](super::ToolOutcome)).
 
 pub mod ask;
 mod await_command;
@@ -31,7 +31,6 @@ pub mod web_search;
 mod write_file;
 mod write_stdin;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -190,30 +189,38 @@ pub(crate) fn parse<T: DeserializeOwned>(
     })
 }
 
-fn resolve(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolOutput> {
-    workspace::resolve(&ctx.workspace, path).map_err(ToolOutput::error)
+/// `path` judged inside the workspace (not opened yet).
+fn rel(ctx: &ToolContext, path: &str) -> Result<workspace::Rel, ToolOutput> {
+    ctx.workspace
+        .rel(path)
+        .map_err(|e| ToolOutput::error(e.to_string()))
 }
 
-/// A resolved path as the model should write it: relative to the workspace.
-fn display(ctx: &ToolContext, path: &Path) -> String {
-    match path.strip_prefix(&ctx.workspace) {
-        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
-        Ok(rel) => rel.display().to_string(),
-        Err(_) => path.display().to_string(),
-    }
+/// A workspace refusal or failure, for the model.
+fn path_error(error: workspace::PathError) -> ToolOutput {
+    ToolOutput::error(error.to_string())
 }
 
-/// Command `id`, if it ran in the calling task's workspace: a command outlives the turn that
-/// started it, and a later task working in the same place may follow it; commands of other
-/// workspaces are not visible.
+/// Runs blocking file work (opens, reads, walks) off the async workers, with the workspace.
+async fn blocking<T: Send + 'static>(
+    ctx: &ToolContext,
+    work: impl FnOnce(&workspace::Root) -> Result<T, ToolOutput> + Send + 'static,
+) -> Result<T, ToolOutput> {
+    let root = ctx.workspace.clone();
+    tokio::task::spawn_blocking(move || work(&root))
+        .await
+        .map_err(|e| ToolOutput::error(format!("the file operation failed: {e}")))?
+}
+
+/// Command `id`, if the calling task started it. Nobody else's: not another agent's sharing
+/// the workspace (a confined agent would type into an unconfined one's shell), not the
+/// parent's from a subagent (which may have been given fewer tools, `exec_command` not among
+/// them) nor a subagent's from its parent (each follows its own and reports; the parent
+/// hears the results from the subagent). Unknown and foreign ids get the same answer, so
+/// the ids of other tasks' commands are not confirmed either.
 fn command(ctx: &ToolContext, id: &str) -> Result<Arc<Command>, ToolOutput> {
     match ctx.commands.get(id) {
-        Some(command)
-            if command.task_id() == ctx.task_id
-                || command.info().log_path.starts_with(&ctx.workspace) =>
-        {
-            Ok(command)
-        }
+        Some(command) if command.task_id() == ctx.task_id => Ok(command),
         _ => {
             let running: Vec<String> = ctx
                 .commands
@@ -235,7 +242,7 @@ fn command(ctx: &ToolContext, id: &str) -> Result<Arc<Command>, ToolOutput> {
 
 /// `status` + log path + output, the shared shape of the command tools' results.
 fn command_report(ctx: &ToolContext, command: &Command, status: &str, output: String) -> String {
-    let log = display(ctx, &command.info().log_path);
+    let log = command.info().log_path.display();
     let output = if output.is_empty() {
         "(no new output)".to_owned()
     } else {
@@ -345,7 +352,7 @@ pub(crate) mod testing {
         std::fs::write(dir.path().join("outside/secret.txt"), "secret\n").unwrap();
         std::os::unix::fs::symlink(dir.path().join("outside"), workspace.join("out")).unwrap();
         let ctx = ToolContext {
-            workspace,
+            workspace: Arc::new(crate::tools::workspace::Root::open(&workspace).unwrap()),
             task_id: "task-1".to_owned(),
             call: "call-1".to_owned(),
             call_id: "call-1".to_owned(),

@@ -1,11 +1,13 @@
 //! `read_file`: a window of a text file's lines, numbered, so the model can quote and edit
 //! them. Read-only. Binary files (a NUL byte in the first 8 KiB) are refused, not dumped.
+//! The file is opened beneath the workspace's fd and read through that fd.
 
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{display, parse, resolve, schema};
+use super::{blocking, parse, path_error, rel, schema};
+use crate::tools::workspace::PathError;
 use crate::tools::{
     Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond, spill,
 };
@@ -53,17 +55,20 @@ impl ToolHandler for ReadFile {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: Args = parse(self, args)?;
-            let path = resolve(ctx, &args.path)?;
-            let shown = display(ctx, &path);
-            if path.is_dir() {
-                return Err(respond(format!("{shown} is a directory; use list_dir")));
-            }
-            let bytes = ctx.machine.read(&path).await.map_err(|e| {
-                ToolOutput::error(match e.kind() {
-                    std::io::ErrorKind::NotFound => format!("no such file: {shown}"),
-                    _ => format!("cannot read {shown}: {e}"),
+            let path = rel(ctx, &args.path)?;
+            let shown = path.shown();
+            let bytes = blocking(ctx, move |root| {
+                root.read_file(&path).map_err(|e| match e {
+                    PathError::NotFound(shown) => {
+                        ToolOutput::error(format!("no such file: {shown}"))
+                    }
+                    PathError::IsDir(shown) => {
+                        ToolOutput::error(format!("{shown} is a directory; use list_dir"))
+                    }
+                    other => path_error(other),
                 })
-            })?;
+            })
+            .await?;
             if bytes[..bytes.len().min(8192)].contains(&0) {
                 return Err(respond(format!(
                     "{shown} is a binary file ({} bytes); it is not shown",
@@ -125,7 +130,7 @@ mod tests {
     async fn reads_numbered_lines_with_offset_and_limit() {
         let (_dir, ctx) = ctx();
         let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
-        std::fs::write(ctx.workspace.join("f.txt"), text).unwrap();
+        std::fs::write(ctx.workspace.path().join("f.txt"), text).unwrap();
         let out = call(&ReadFile, &ctx, json!({"path": "f.txt"})).await;
         assert!(!out.is_error);
         assert!(
@@ -149,8 +154,8 @@ mod tests {
     #[tokio::test]
     async fn missing_directory_and_binary_are_errors() {
         let (_dir, ctx) = ctx();
-        std::fs::create_dir(ctx.workspace.join("d")).unwrap();
-        std::fs::write(ctx.workspace.join("b.bin"), [0u8, 1, 2, 3]).unwrap();
+        std::fs::create_dir(ctx.workspace.path().join("d")).unwrap();
+        std::fs::write(ctx.workspace.path().join("b.bin"), [0u8, 1, 2, 3]).unwrap();
         for (path, expected) in [
             ("nope.txt", "no such file: nope.txt"),
             ("d", "d is a directory; use list_dir"),

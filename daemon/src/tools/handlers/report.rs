@@ -4,17 +4,14 @@
 //! `report_done` is refused while plan steps are open, commands or subagents still run, or a
 //! listed file is not in the workspace; the refusal says what must happen first.
 
-use std::path::Path;
-
 use futures_util::future::BoxFuture;
 use lazyboy_protocol::{Deliverable, EventBody, PlanStep, StepStatus, Verdict};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{parse, schema};
-use crate::tools::{
-    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, TurnEnd, respond, workspace,
-};
+use crate::tools::workspace::{PathError, Root};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, TurnEnd, respond};
 
 pub const DONE: &str = "report_done";
 pub const BLOCKED: &str = "report_blocked";
@@ -152,7 +149,7 @@ pub fn check_done(
     report: &Done,
     plan: &[PlanStep],
     running_commands: &[String],
-    workspace_root: &Path,
+    workspace: &Root,
 ) -> Result<Vec<Deliverable>, String> {
     let open: Vec<&str> = plan
         .iter()
@@ -178,33 +175,34 @@ pub fn check_done(
     }
     let mut files = Vec::with_capacity(report.files.len());
     for file in &report.files {
-        let path = workspace::resolve(workspace_root, file)
+        let path = workspace
+            .rel(file)
             .map_err(|e| format!("report_done refused: {e}"))?;
-        let meta = match std::fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(_) => {
+        // Opened beneath the workspace: a file that leads out through a symlink is refused.
+        match workspace.open_file(&path) {
+            Ok((_, size)) => files.push(Deliverable {
+                path: path.shown(),
+                size,
+            }),
+            Err(PathError::NotFound(_)) => {
                 return Err(format!(
                     "report_done refused: the listed file {file} does not exist in the \
                      workspace; list files you created (paths relative to the workspace)"
                 ));
             }
-        };
-        if !meta.is_file() {
-            return Err(format!(
-                "report_done refused: {file} is not a regular file (a directory?); list the \
-                 files themselves"
-            ));
+            Err(PathError::IsDir(_) | PathError::NotFile(_)) => {
+                return Err(format!(
+                    "report_done refused: {file} is not a regular file (a directory?); list the \
+                     files themselves"
+                ));
+            }
+            Err(PathError::Io { source, .. }) => {
+                return Err(format!(
+                    "report_done refused: {file} cannot be read: {source}"
+                ));
+            }
+            Err(other) => return Err(format!("report_done refused: {other}")),
         }
-        if let Err(error) = std::fs::File::open(&path) {
-            return Err(format!(
-                "report_done refused: {file} cannot be read: {error}"
-            ));
-        }
-        let shown = path.strip_prefix(workspace_root).unwrap_or(&path);
-        files.push(Deliverable {
-            path: shown.display().to_string(),
-            size: meta.len(),
-        });
     }
     Ok(files)
 }
@@ -224,8 +222,9 @@ mod tests {
     fn done_is_refused_while_work_is_open() {
         use StepStatus::*;
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::write(root.join("out.txt"), "x").unwrap();
+        let path = dir.path().canonicalize().unwrap();
+        std::fs::write(path.join("out.txt"), "x").unwrap();
+        let root = Root::open(&path).unwrap();
         let report = Done {
             summary: "did it".into(),
             evidence: "cat out.txt".into(),
@@ -245,7 +244,7 @@ mod tests {
                 size: 1
             }]
         );
-        std::fs::create_dir(root.join("dir")).unwrap();
+        std::fs::create_dir(path.join("dir")).unwrap();
         let dir = Done {
             files: vec!["dir".into()],
             summary: "s".into(),

@@ -1,24 +1,35 @@
 //! `search`: lines matching a literal text or a regex, under a path. Read-only.
 //!
-//! The walk honours `.gitignore`/`.ignore` even outside a git repository (`require_git(false)`),
-//! includes hidden files but never enters `.git` or `.lazyboy-output`, and does not follow
-//! symlinks, so it stays inside the workspace. Binary files (a NUL byte) are skipped.
+//! The walk honours `.gitignore` and `.ignore` files of the workspace (the searched
+//! directory's and those of its parents up to the workspace root, as git does, even outside
+//! a git repository), includes hidden files but never enters `.git` or `.lazyboy-output`,
+//! and does not follow symlinks, so it stays inside the workspace. It goes through
+//! directory fds: the searched path is opened beneath the workspace's fd, each entry
+//! relative to its directory's fd with `O_NOFOLLOW` (an entry swapped for a symlink meanwhile
+//! is skipped). The LazyBoy home, when the workspace holds it, is never entered. Binary
+//! files (a NUL byte) are skipped.
 
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use futures_util::future::BoxFuture;
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{display, parse, resolve, schema};
-use crate::tools::{
-    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, respond, spill,
-};
+use super::{blocking, parse, path_error, rel, schema};
+use crate::tools::workspace::{self, EntryKind, Kind, PathError, Rel, Root};
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, spill};
 
 const DEFAULT_MAX: usize = 200;
 /// Matched lines are cut to this many chars: one minified line must not fill the result.
 const MAX_LINE: usize = 300;
+/// Ignore files larger than this are not read (nobody writes one by hand).
+const MAX_IGNORE_FILE: u64 = 1 << 20;
 
 pub struct Search;
 
@@ -63,11 +74,8 @@ impl ToolHandler for Search {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: Args = parse(self, args)?;
-            let path = resolve(ctx, args.path.as_deref().unwrap_or("."))?;
-            let shown = display(ctx, &path);
-            if !path.exists() {
-                return Err(respond(format!("no such file or directory: {shown}")));
-            }
+            let path = rel(ctx, args.path.as_deref().unwrap_or("."))?;
+            let shown = path.shown();
             let source = if args.regex {
                 args.pattern.clone()
             } else {
@@ -76,10 +84,7 @@ impl ToolHandler for Search {
             let regex = Regex::new(&source)
                 .map_err(|e| ToolOutput::error(format!("invalid regex: {e}")))?;
             let max = args.max_results.unwrap_or(DEFAULT_MAX).max(1);
-            let root = ctx.workspace.clone();
-            let mut lines = tokio::task::spawn_blocking(move || find(&root, &path, &regex, max))
-                .await
-                .map_err(|e| ToolOutput::error(format!("search failed: {e}")))?;
+            let mut lines = blocking(ctx, move |root| find(root, &path, &regex, max)).await?;
             if lines.is_empty() {
                 return Ok(Handled::Output(ToolOutput::ok(format!(
                     "no matches for `{}` in {shown}",
@@ -100,48 +105,172 @@ impl ToolHandler for Search {
     }
 }
 
+/// The ignore rules of one directory: `.ignore` before `.gitignore` (it takes precedence).
+struct Level(Vec<Gitignore>);
+
+/// What a walk carries down.
+struct Walk<'a> {
+    root: &'a Root,
+    regex: &'a Regex,
+    max: usize,
+    /// The ignore rules from the workspace root down to the directory being walked.
+    levels: Vec<Level>,
+    out: Vec<String>,
+}
+
 /// Up to `max + 1` matching lines (one more tells that the results were cut).
-fn find(root: &Path, path: &Path, regex: &Regex, max: usize) -> Vec<String> {
-    let walk = ignore::WalkBuilder::new(path)
-        .require_git(false)
-        .hidden(false)
-        .filter_entry(|entry| {
-            let name = entry.file_name();
-            name != ".git" && name != spill::OUTPUT_DIR
-        })
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
-    let mut out = Vec::new();
-    for entry in walk.filter_map(Result::ok) {
-        if !entry.file_type().is_some_and(|kind| kind.is_file()) {
-            continue;
+fn find(root: &Root, path: &Rel, regex: &Regex, max: usize) -> Result<Vec<String>, ToolOutput> {
+    let missing = |e: PathError| match e {
+        PathError::NotFound(shown) => {
+            ToolOutput::error(format!("no such file or directory: {shown}"))
         }
-        let Ok(bytes) = std::fs::read(entry.path()) else {
+        other => path_error(other),
+    };
+    let mut walk = Walk {
+        root,
+        regex,
+        max,
+        levels: Vec::new(),
+        out: Vec::new(),
+    };
+    if root.kind(path).map_err(missing)? != Kind::Dir {
+        let (file, _) = root.open_file(path).map_err(missing)?;
+        walk.grep(file, path.path());
+        return Ok(walk.out);
+    }
+    // The rules of the directories above the searched one, down from the workspace root.
+    let mut at = PathBuf::new();
+    let mut above = vec![at.clone()];
+    for part in path.path().components() {
+        at.push(part);
+        above.push(at.clone());
+    }
+    above.pop();
+    for dir in above {
+        if let Ok(fd) = root.open_dir(&rel_of(&dir)) {
+            walk.levels.push(level(fd.as_fd(), &dir));
+        }
+    }
+    let dir = root.open_dir(path).map_err(missing)?;
+    walk.dir(dir.as_fd(), path.path());
+    Ok(walk.out)
+}
+
+fn rel_of(path: &Path) -> Rel {
+    let mut rel = Rel::default();
+    for part in path.components() {
+        rel = rel.join(part.as_os_str());
+    }
+    rel
+}
+
+/// The ignore rules found in the directory open as `dir` (at `rel` in the workspace).
+fn level(dir: BorrowedFd<'_>, rel: &Path) -> Level {
+    let base = Path::new("/").join(rel);
+    let mut rules = Vec::new();
+    for name in [".ignore", ".gitignore"] {
+        let Ok(Some(file)) = workspace::open_child(dir, OsStr::new(name)) else {
             continue;
         };
-        if bytes.contains(&0) {
+        let mut text = String::new();
+        if file
+            .take(MAX_IGNORE_FILE)
+            .read_to_string(&mut text)
+            .is_err()
+        {
             continue;
         }
+        let mut builder = GitignoreBuilder::new(&base);
+        for line in text.lines() {
+            let _ = builder.add_line(None, line);
+        }
+        if let Ok(rules_here) = builder.build() {
+            rules.push(rules_here);
+        }
+    }
+    Level(rules)
+}
+
+impl Walk<'_> {
+    /// Whether the deepest rule that speaks of `rel` ignores it.
+    fn ignored(&self, rel: &Path, is_dir: bool) -> bool {
+        let path = Path::new("/").join(rel);
+        for level in self.levels.iter().rev() {
+            for rules in &level.0 {
+                match rules.matched(&path, is_dir) {
+                    Match::Ignore(_) => return true,
+                    Match::Whitelist(_) => return false,
+                    Match::None => {}
+                }
+            }
+        }
+        false
+    }
+
+    fn full(&self) -> bool {
+        self.out.len() > self.max
+    }
+
+    /// Searches the directory open as `dir` (at `rel`), depth first, entries sorted by name.
+    fn dir(&mut self, dir: BorrowedFd<'_>, rel: &Path) {
+        self.levels.push(level(dir, rel));
+        let entries = workspace::entries(dir).unwrap_or_default();
+        for entry in entries {
+            if self.full() {
+                break;
+            }
+            if entry.name == ".git" || entry.name == spill::OUTPUT_DIR {
+                continue;
+            }
+            let child = rel.join(&entry.name);
+            match entry.kind {
+                EntryKind::Dir => {
+                    if self.ignored(&child, true) {
+                        continue;
+                    }
+                    // Swapped for a symlink since it was listed: not entered.
+                    let Ok(sub) = workspace::subdir(dir, &entry.name) else {
+                        continue;
+                    };
+                    if !self.root.is_home(sub.as_fd()) {
+                        self.dir(sub.as_fd(), &child);
+                    }
+                }
+                EntryKind::File => {
+                    if self.ignored(&child, false) {
+                        continue;
+                    }
+                    if let Ok(Some(file)) = workspace::open_child(dir, &entry.name) {
+                        self.grep(file, &child);
+                    }
+                }
+                // Symlinks are not followed; sockets and FIFOs hold no text.
+                EntryKind::Symlink | EntryKind::Other => {}
+            }
+        }
+        self.levels.pop();
+    }
+
+    /// Appends the matching lines of the open `file` (at `rel`).
+    fn grep(&mut self, mut file: std::fs::File, rel: &Path) {
+        let mut bytes = Vec::new();
+        if file.read_to_end(&mut bytes).is_err() || bytes.contains(&0) {
+            return;
+        }
         let text = String::from_utf8_lossy(&bytes);
-        let rel: PathBuf = entry
-            .path()
-            .strip_prefix(root)
-            .unwrap_or(entry.path())
-            .to_path_buf();
         for (i, line) in text.lines().enumerate() {
-            if regex.is_match(line) {
+            if self.regex.is_match(line) {
                 let cut = line
                     .char_indices()
                     .nth(MAX_LINE)
                     .map_or(line, |(at, _)| &line[..at]);
-                out.push(format!("{}:{}: {cut}", rel.display(), i + 1));
-                if out.len() > max {
-                    return out;
+                self.out.push(format!("{}:{}: {cut}", rel.display(), i + 1));
+                if self.full() {
+                    return;
                 }
             }
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -165,7 +294,7 @@ mod tests {
     #[tokio::test]
     async fn literal_search_honours_gitignore_without_git() {
         let (_dir, ctx) = ctx();
-        files(&ctx.workspace);
+        files(ctx.workspace.path());
         let out = call(&Search, &ctx, json!({"pattern": "main"})).await;
         assert_eq!(
             out.text,
@@ -185,7 +314,7 @@ mod tests {
     #[tokio::test]
     async fn regex_max_results_and_no_match() {
         let (_dir, ctx) = ctx();
-        files(&ctx.workspace);
+        files(ctx.workspace.path());
         let out = call(&Search, &ctx, json!({"pattern": "^fn \\w+", "regex": true})).await;
         assert_eq!(out.text, "src/a.rs:1: fn main() {}\n");
         let out = call(&Search, &ctx, json!({"pattern": "main", "max_results": 1})).await;

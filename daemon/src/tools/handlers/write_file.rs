@@ -1,15 +1,15 @@
 //! `write_file`: creates or replaces a whole file, creating missing parent directories.
-//! Mutating. The target is resolved inside the workspace before anything is created.
+//! Mutating. Parents and the file are created beneath the workspace's fd (a symlink that
+//! leads out is refused before anything is created); the bytes go through the opened fd.
 
 use futures_util::future::BoxFuture;
 use lazyboy_protocol::Approval;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{display, parse, resolve, schema};
-use crate::tools::{
-    Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, preview, respond,
-};
+use super::{blocking, parse, path_error, rel, schema};
+use crate::tools::workspace::PathError;
+use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput, preview};
 
 pub struct WriteFile;
 
@@ -52,12 +52,19 @@ impl ToolHandler for WriteFile {
         Box::pin(async move {
             // A call that will fail (bad arguments, a path outside, a directory) asks nothing.
             let parsed: Args = serde_json::from_value(args.clone()).ok()?;
-            let path = resolve(ctx, &parsed.path).ok()?;
-            if path.is_dir() {
-                return None;
-            }
-            let old = tokio::fs::read_to_string(&path).await.ok();
-            let shown = display(ctx, &path);
+            let path = rel(ctx, &parsed.path).ok()?;
+            let shown = path.shown();
+            // The file's text now (`None`: a new file), or nothing to ask when the write will
+            // fail (a directory, a path that leads out).
+            let old = blocking(ctx, move |root| {
+                Ok(match root.read(&path) {
+                    Ok(bytes) => Some(Some(String::from_utf8_lossy(&bytes).into_owned())),
+                    Err(PathError::NotFound(_)) => Some(None),
+                    Err(_) => None,
+                })
+            })
+            .await
+            .ok()??;
             Some(preview::file_change(
                 self.name(),
                 &shown,
@@ -71,31 +78,22 @@ impl ToolHandler for WriteFile {
     fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let args: Args = parse(self, args)?;
-            let path = resolve(ctx, &args.path)?;
-            let shown = display(ctx, &path);
-            if path.is_dir() {
-                return Err(respond(format!("{shown} is a directory")));
-            }
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent).await.map_err(|e| {
-                    ToolOutput::error(format!("cannot create the directories for {shown}: {e}"))
-                })?;
-            }
-            let existed = path.exists();
-            tokio::fs::write(&path, args.content.as_bytes())
-                .await
-                .map_err(|e| ToolOutput::error(format!("cannot write {shown}: {e}")))?;
-            if !existed {
-                // Created under the daemon's umask 077: give it the person's usual mode.
-                use std::os::unix::fs::PermissionsExt;
-                let mode = 0o666 & !crate::tools::user_umask();
-                let _ =
-                    tokio::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).await;
-            }
-            let verb = if existed { "replaced" } else { "created" };
+            let path = rel(ctx, &args.path)?;
+            let shown = path.shown();
+            let len = args.content.len();
+            let created = blocking(ctx, move |root| {
+                root.write(&path, args.content.as_bytes())
+                    .map_err(|e| match e {
+                        PathError::Io { shown, source } => {
+                            ToolOutput::error(format!("cannot write {shown}: {source}"))
+                        }
+                        other => path_error(other),
+                    })
+            })
+            .await?;
+            let verb = if created { "created" } else { "replaced" };
             Ok(Handled::Output(ToolOutput::ok(format!(
-                "{verb} {shown}: wrote {} bytes",
-                args.content.len()
+                "{verb} {shown}: wrote {len} bytes"
             ))))
         })
     }
@@ -122,7 +120,7 @@ mod tests {
             crate::tools::ToolOutput::ok("created a/b/c.txt: wrote 6 bytes")
         );
         assert_eq!(
-            std::fs::read_to_string(ctx.workspace.join("a/b/c.txt")).unwrap(),
+            std::fs::read_to_string(ctx.workspace.path().join("a/b/c.txt")).unwrap(),
             "héllo"
         );
         let out = call(
@@ -133,7 +131,7 @@ mod tests {
         .await;
         assert_eq!(out.text, "replaced a/b/c.txt: wrote 1 bytes");
         assert_eq!(
-            std::fs::read_to_string(ctx.workspace.join("a/b/c.txt")).unwrap(),
+            std::fs::read_to_string(ctx.workspace.path().join("a/b/c.txt")).unwrap(),
             "x"
         );
     }
@@ -141,7 +139,7 @@ mod tests {
     #[tokio::test]
     async fn directory_target_is_an_error() {
         let (_dir, ctx) = ctx();
-        std::fs::create_dir(ctx.workspace.join("d")).unwrap();
+        std::fs::create_dir(ctx.workspace.path().join("d")).unwrap();
         let out = call(&WriteFile, &ctx, json!({"path": "d", "content": "x"})).await;
         assert!(
             out.is_error && out.text.contains("d is a directory"),

@@ -1,7 +1,10 @@
-//! Reach benchmarks (issue 12): an MCP stdio call's round trip through the daemon's client
-//! against the same call over a bare pipe (what the server itself takes), an MCP server's
-//! cold start, and `web_fetch` of a cached URL and of a 1 MB local page. The daemon's own
-//! modules (`lazyboyd::mcp`, `lazyboyd::web`) are driven in process, in release.
+//! Reach benchmarks (issue 12): what an agent's step pays for an MCP tool, measured on the
+//! daemon's real tool path (a task whose rounds each call `mcp__everything__echo`, against
+//! the same task calling a no-op tool, step to step at the mock model); then, in process
+//! (the daemon's own modules, `lazyboyd::mcp` and `lazyboyd::web`, in release): an MCP stdio
+//! call through the daemon's client against the same call over a bare pipe (what the server
+//! itself takes), an MCP server's cold start, and `web_fetch` of a cached URL and of a 1 MB
+//! local page.
 //!
 //! `cargo bench -p lazyboy-tests --bench reach` — prints a markdown table for
 //! `docs/benchmarks.md`. `BENCH_QUICK=1` for fewer repetitions. Needs the MCP servers
@@ -19,6 +22,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+mod daemon_path;
+
 fn main() {
     bench::runtime().block_on(run());
 }
@@ -32,6 +37,26 @@ async fn run() {
     let starts = if quick() { 2 } else { 7 };
     let mut rows: Vec<(String, String, String)> = Vec::new();
 
+    let rounds = if quick() { 20 } else { 100 };
+    let (noop, mcp) = daemon_path::steps(rounds).await;
+    rows.push((
+        format!("an agent's step calling a no-op tool (`read_file` of 1 byte), median of {rounds}"),
+        ms(noop),
+        "—".into(),
+    ));
+    rows.push((
+        format!(
+            "the same step calling `mcp__everything__echo` (server running), median of {rounds}"
+        ),
+        ms(mcp),
+        "—".into(),
+    ));
+    rows.push((
+        "what an MCP tool adds to an agent's step (the daemon's tool path)".into(),
+        ms(mcp.saturating_sub(noop)),
+        "< 5 ms".into(),
+    ));
+
     let (bare, ours) = round_trips(calls).await;
     let overhead = ours.saturating_sub(bare);
     rows.push((
@@ -40,12 +65,12 @@ async fn run() {
         "— (the server's own time)".into(),
     ));
     rows.push((
-        format!("MCP stdio call through the daemon's client, median of {calls}"),
+        format!("MCP stdio call through the daemon's client, in process, median of {calls}"),
         ms(ours),
         "—".into(),
     ));
     rows.push((
-        "MCP stdio call: our overhead over the bare pipe".into(),
+        "MCP stdio call: the client's overhead over the bare pipe (in process)".into(),
         ms(overhead),
         "< 5 ms".into(),
     ));
