@@ -1,6 +1,7 @@
 //! Who may use the team through MCP: `--agents` (stdio) and `[mcp_server] agents` (HTTP) hide
 //! and refuse every other agent; an agent's own confined command calling `/mcp` has no
-//! credential and gets 401 with nothing queued; a client that cancels a wait ends it.
+//! credential and gets 401 over TCP (on the socket 401, or no connection where seccomp refuses
+//! it UNIX sockets) with nothing queued; a client that cancels a wait ends it.
 
 use std::time::Duration;
 
@@ -87,6 +88,8 @@ async fn an_agents_own_command_calling_mcp_is_refused_and_queues_nothing() {
         post(&format!("--unix-socket {} http://localhost/mcp", socket.display()), ask),
     ]
     .join("; ");
+    // `; true`: curl exits 7 where seccomp (no AF_UNIX sockets) stops the socket's connect.
+    let script = format!("{script}; true");
     mock.push(Reply::tool_call("c1", "exec_command", json!({"cmd": script})));
     mock.push(Reply::text("tried"));
     add_agent(&daemon, "worker").await;
@@ -107,7 +110,14 @@ async fn an_agents_own_command_calling_mcp_is_refused_and_queues_nothing() {
         })
         .unwrap();
     let codes: Vec<&str> = output.lines().filter(|l| l.len() == 3).collect();
-    assert_eq!(codes, ["401", "401", "401", "401"], "{output}");
+    assert_eq!(codes.len(), 4, "{output}");
+    // TCP: the API's authentication answers, 401.
+    assert_eq!(codes[..2], ["401", "401"], "{output}");
+    // The socket: 401, or no connection at all (000) where the sandbox's seccomp layer
+    // refuses the command any UNIX socket.
+    for code in &codes[2..] {
+        assert!(["401", "000"].contains(code), "{output}");
+    }
     // Only the agent's own task: nothing was queued through /mcp.
     let tasks: TaskList = daemon.client().get("/api/tasks").await.unwrap();
     assert_eq!(tasks.tasks.len(), 1, "{:?}", tasks.tasks);
