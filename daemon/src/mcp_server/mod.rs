@@ -181,6 +181,8 @@ impl ServerHandler for Team {
                 json!({"content": content, "structuredContent": done.structured, "isError": false})
             }
             Err(ToolError::Cancelled) => {
+                // rmcp does not drop a cancelled handler: this line is where its wait ended.
+                tracing::info!(tool = %request.name, "an MCP call ended: cancelled");
                 return Err(McpError::internal_error("the call was cancelled", None));
             }
             Err(error) => {

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use lazyboy_protocol::{TaskList, TaskState, ToolStatus};
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::{
-    TestDaemon, add_agent, create_task, model_config, task_events, wait_task_finished,
+    TestDaemon, add_agent, create_task, model_config, task_events, wait_for, wait_task_finished,
 };
 use serde_json::{Value, json};
 
@@ -173,6 +173,14 @@ async fn a_cancelled_wait_ends_at_once() {
         .filter(|m| m["id"] == 7 && m["result"].is_object())
         .collect();
     assert!(answered.is_empty(), "a cancelled wait answered: {rest}");
+    // The daemon's wait itself ended, not only the stream (rmcp closes the stream whatever
+    // the handler does; the handler's end is the daemon's log line).
+    let log = daemon.home().join("daemon-stderr.log");
+    wait_for(Duration::from_secs(10), "the daemon's wait to end", || {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        async move { log.contains("an MCP call ended: cancelled").then_some(()) }
+    })
+    .await;
     // The task itself goes on: cancelling a wait is not stopping the task.
     let status = http.tool(8, "task_status", json!({"task": task})).await;
     assert_eq!(status["result"]["structuredContent"]["state"], "running", "{status}");
