@@ -8,10 +8,12 @@
 //!   daemon while the stdio client waits;
 //! - `bad_input.rs`: user mistakes and garbage on both transports;
 //! - `boundaries.rs`: `--agents` and `[mcp_server] agents`, an agent's command calling
-//!   `/mcp`, a cancelled wait.
+//!   `/mcp`, a cancelled wait;
+//! - `config.rs`: `--help` and `--print-config`, used as pasted.
 
 mod bad_input;
 mod boundaries;
+mod config;
 
 use std::path::Path;
 use std::process::Stdio;
