@@ -167,7 +167,9 @@ impl Relay {
     }
 
     fn error(&self, id: &Value, code: i64, message: String) {
-        self.write(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+        self.write(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
     }
 
     /// A notification (or a response to the daemon): sent once; a lost one is not worth a
@@ -331,7 +333,11 @@ impl Relay {
         if id.is_none() && !status.is_success() && !wrote && status != StatusCode::NOT_FOUND {
             // A notification is never answered, but a message the daemon could not take
             // at all (not JSON-RPC) gets an error without an id, as JSON-RPC says.
-            self.error(&Value::Null, -32600, format!("lazyboyd refused the message ({status})"));
+            self.error(
+                &Value::Null,
+                -32600,
+                format!("lazyboyd refused the message ({status})"),
+            );
         }
         if answered {
             return Posted::Done;
@@ -340,7 +346,11 @@ impl Relay {
             (Err(why), _) => Posted::Lost(why),
             (Ok(()), Some(id)) if !status.is_success() => {
                 // A refusal without a JSON-RPC body (413, 406, a plain-text 400...).
-                self.error(id, -32600, format!("lazyboyd refused the request ({status})"));
+                self.error(
+                    id,
+                    -32600,
+                    format!("lazyboyd refused the request ({status})"),
+                );
                 Posted::Done
             }
             (Ok(()), _) => Posted::Lost("the answer ended before the response".to_owned()),

@@ -19,9 +19,9 @@ mod events;
 pub use events::*;
 mod tasks;
 pub use tasks::*;
+mod boundaries;
 /// The team as MCP tools (`/mcp`, `lazyboy mcp serve`).
 pub mod mcp_server;
-mod boundaries;
 pub use boundaries::{
     APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,
 };

@@ -48,9 +48,11 @@ impl Stdio_ {
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut relay = Stdio_ { child, lines };
         relay
-            .call(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            .call(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"}}}))
+                "clientInfo": {"name": "bench", "version": "1"}}}),
+            )
             .await;
         relay
             .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -95,7 +97,11 @@ async fn http_session(daemon: &TestDaemon) -> String {
         .to_owned();
     response.text().await.unwrap();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    post(daemon, Some(&session), &note).await.text().await.unwrap();
+    post(daemon, Some(&session), &note)
+        .await
+        .text()
+        .await
+        .unwrap();
     session
 }
 
@@ -182,11 +188,19 @@ async fn run() {
     }
     rows.push((
         format!("`tools/call task_status` over stdio, p50 / p95 of {calls}"),
-        format!("{} / {}", ms(median(stdio.clone())), ms(percentile(stdio, 0.95))),
+        format!(
+            "{} / {}",
+            ms(median(stdio.clone())),
+            ms(percentile(stdio, 0.95))
+        ),
     ));
     rows.push((
         format!("`tools/call task_status` over HTTP, p50 / p95 of {calls}"),
-        format!("{} / {}", ms(median(http.clone())), ms(percentile(http, 0.95))),
+        format!(
+            "{} / {}",
+            ms(median(http.clone())),
+            ms(percentile(http, 0.95))
+        ),
     ));
     rows.push((
         format!("`GET /api/tasks/{{id}}` over the socket (the CLI's path), p50 of {calls}"),
@@ -194,7 +208,11 @@ async fn run() {
     ));
     rows.push((
         "`lazyboy mcp serve` RSS idle after initialize / peak after the calls".into(),
-        format!("{:.1} MiB / {:.1} MiB", idle_rss as f64 / 1024.0, busy_rss as f64 / 1024.0),
+        format!(
+            "{:.1} MiB / {:.1} MiB",
+            idle_rss as f64 / 1024.0,
+            busy_rss as f64 / 1024.0
+        ),
     ));
 
     // A 10-step task: ask_agent with wait_s against lazyboy run.

@@ -55,9 +55,12 @@ pub async fn run(
 /// desktop app's environment often has neither on its PATH).
 async fn print(client: &Client, agents: Option<&str>, json: bool) -> anyhow::Result<i32> {
     let health = daemon_proc::ensure_running(client).await?;
-    let token = client
-        .token()
-        .ok_or_else(|| anyhow::anyhow!("no credential in {}: is the daemon's home right?", client.home().display()))?;
+    let token = client.token().ok_or_else(|| {
+        anyhow::anyhow!(
+            "no credential in {}: is the daemon's home right?",
+            client.home().display()
+        )
+    })?;
     let url = format!("{}mcp", with_slash(&health.url));
     let lan: Vec<String> = health
         .lan_urls
@@ -91,8 +94,12 @@ async fn print(client: &Client, agents: Option<&str>, json: bool) -> anyhow::Res
     println!("\nstreamable HTTP: {url}");
     println!("  header  Authorization: {bearer}");
     println!("  {}", json!({"mcpServers": {"lazyboy": http}}));
-    println!("\nCodex (~/.codex/config.toml), with LAZYBOY_TOKEN set to the token in its environment:");
-    println!("  [mcp_servers.lazyboy]\n  url = {url:?}\n  bearer_token_env_var = \"LAZYBOY_TOKEN\"\n  tool_timeout_sec = 660");
+    println!(
+        "\nCodex (~/.codex/config.toml), with LAZYBOY_TOKEN set to the token in its environment:"
+    );
+    println!(
+        "  [mcp_servers.lazyboy]\n  url = {url:?}\n  bearer_token_env_var = \"LAZYBOY_TOKEN\"\n  tool_timeout_sec = 660"
+    );
     for other in &lan {
         println!("\nfrom the LAN: {other} (same header)");
     }

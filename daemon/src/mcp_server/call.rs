@@ -415,7 +415,10 @@ impl Call<'_> {
             .collect();
         let mut text = String::new();
         for file in &files {
-            text.push_str(&format!("{} ({} bytes) {}\n", file.path, file.size, file.uri));
+            text.push_str(&format!(
+                "{} ({} bytes) {}\n",
+                file.path, file.size, file.uri
+            ));
         }
         if files.is_empty() {
             text.push_str("the task delivered no files\n");

@@ -44,7 +44,10 @@ pub async fn read(call: &Call<'_>, uri: &str) -> Result<ReadResourceResult, McpE
         Ok((file, _name)) => tokio::fs::File::from_std(file),
         Err(FileError::Store(error)) => {
             tracing::error!(%error, "store failure reading a deliverable");
-            return Err(McpError::internal_error("internal error; see the daemon log", None));
+            return Err(McpError::internal_error(
+                "internal error; see the daemon log",
+                None,
+            ));
         }
         Err(error) => return Err(not_found(error.to_string())),
     };

@@ -65,7 +65,11 @@ pub enum Listener {
 pub type McpService = StreamableHttpService<Team, LocalSessionManager>;
 
 /// The service to mount at `/mcp` on `listener`; its streams end on `shutdown`.
-pub fn service(runtime: Arc<Runtime>, listener: Listener, shutdown: CancellationToken) -> McpService {
+pub fn service(
+    runtime: Arc<Runtime>,
+    listener: Listener,
+    shutdown: CancellationToken,
+) -> McpService {
     let team = Team {
         runtime,
         listener,
@@ -95,7 +99,9 @@ impl Team {
         let parts = context.extensions.get::<Parts>();
         match self.listener {
             Listener::Socket => Scope::of(None, parts),
-            Listener::Tcp => Scope::of(self.runtime.config.file.mcp_server.agents.as_deref(), parts),
+            Listener::Tcp => {
+                Scope::of(self.runtime.config.file.mcp_server.agents.as_deref(), parts)
+            }
         }
     }
 
@@ -160,7 +166,11 @@ impl ServerHandler for Team {
         if !declared.iter().any(|t| t.name == request.name) {
             let names: Vec<&str> = declared.iter().map(|t| t.name).collect();
             return Err(McpError::invalid_params(
-                format!("unknown tool {:?}: the tools are {}", request.name, names.join(", ")),
+                format!(
+                    "unknown tool {:?}: the tools are {}",
+                    request.name,
+                    names.join(", ")
+                ),
                 None,
             ));
         }

@@ -222,7 +222,11 @@ mod tests {
         let open = waiting.question.as_ref().unwrap();
         assert_eq!(open.text, "Which format?");
         assert_eq!(open.options, ["pdf", "md"]);
-        assert!(text(&waiting).contains("option 2: md"), "{}", text(&waiting));
+        assert!(
+            text(&waiting).contains("option 2: md"),
+            "{}",
+            text(&waiting)
+        );
         // Marked waiting a moment after the question: not yet an open question.
         assert!(fold(task(TaskState::Running), &events).question.is_none());
         let answered = [

@@ -85,8 +85,8 @@ pub async fn settle(
             };
             if let Some(line) = line {
                 sent += 1;
-                let progress =
-                    ProgressNotificationParam::new(token.clone(), f64::from(sent)).with_message(line);
+                let progress = ProgressNotificationParam::new(token.clone(), f64::from(sent))
+                    .with_message(line);
                 // A client that went away is noticed by its cancellation, not here.
                 if let Err(error) = call.context.peer.notify_progress(progress).await {
                     tracing::debug!(%error, "cannot send an MCP progress notification");

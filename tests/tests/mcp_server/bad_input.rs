@@ -33,13 +33,17 @@ impl Relay {
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut relay = Relay { child, lines };
         let init = relay
-            .call(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            .call(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"}}}))
+                "clientInfo": {"name": "raw", "version": "1"}}}),
+            )
             .await;
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
         relay
-            .send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+            .send_line(
+                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+            )
             .await;
         relay
     }
@@ -104,18 +108,66 @@ async fn mistakes_and_garbage_get_clear_errors_queue_nothing_and_the_server_stay
     let mut relay = Relay::start(&daemon, &[]).await;
     let huge = "x".repeat(10 * 1024 * 1024);
     let cases = [
-        ("ask_agent", json!({"agent": "nobody", "job": "x"}), "no agent named \"nobody\""),
-        ("task_status", json!({"task": "no-such-task"}), "no task \"no-such-task\""),
-        ("ask_agent", json!({"agent": "researcher", "job": "x", "wait_s": -1}), "wait_s must be between 0 and 600"),
-        ("ask_agent", json!({"agent": "researcher", "job": "x", "wait_s": 1_000_000_000i64}), "wait_s must be between 0 and 600"),
-        ("ask_agent", json!({"agent": "researcher", "job": huge}), "job is 10485760 bytes"),
-        ("ask_agent", json!({"agent": "researcher"}), "missing field `job`"),
-        ("ask_agent", json!({"agent": "researcher", "job": "   "}), "the objective is empty"),
-        ("answer_task", json!({"task": done, "text": "hi"}), "not waiting for an answer"),
-        ("answer_task", json!({"task": done, "option": 0}), "option must be 1 or more"),
-        ("wait_task", json!({"task": done, "timeout_s": 601}), "timeout_s must be between"),
-        ("tell_agent", json!({"agent": "researcher", "text": ""}), "the text is empty"),
-        ("stop_task", json!({"task": done, "extra": 1}), "unknown field `extra`"),
+        (
+            "ask_agent",
+            json!({"agent": "nobody", "job": "x"}),
+            "no agent named \"nobody\"",
+        ),
+        (
+            "task_status",
+            json!({"task": "no-such-task"}),
+            "no task \"no-such-task\"",
+        ),
+        (
+            "ask_agent",
+            json!({"agent": "researcher", "job": "x", "wait_s": -1}),
+            "wait_s must be between 0 and 600",
+        ),
+        (
+            "ask_agent",
+            json!({"agent": "researcher", "job": "x", "wait_s": 1_000_000_000i64}),
+            "wait_s must be between 0 and 600",
+        ),
+        (
+            "ask_agent",
+            json!({"agent": "researcher", "job": huge}),
+            "job is 10485760 bytes",
+        ),
+        (
+            "ask_agent",
+            json!({"agent": "researcher"}),
+            "missing field `job`",
+        ),
+        (
+            "ask_agent",
+            json!({"agent": "researcher", "job": "   "}),
+            "the objective is empty",
+        ),
+        (
+            "answer_task",
+            json!({"task": done, "text": "hi"}),
+            "not waiting for an answer",
+        ),
+        (
+            "answer_task",
+            json!({"task": done, "option": 0}),
+            "option must be 1 or more",
+        ),
+        (
+            "wait_task",
+            json!({"task": done, "timeout_s": 601}),
+            "timeout_s must be between",
+        ),
+        (
+            "tell_agent",
+            json!({"agent": "researcher", "text": ""}),
+            "the text is empty",
+        ),
+        (
+            "stop_task",
+            json!({"task": done, "extra": 1}),
+            "unknown field `extra`",
+        ),
     ];
     for (n, (tool, args, says)) in cases.into_iter().enumerate() {
         let answer = relay.tool(n as i64 + 1, tool, args).await;
@@ -124,7 +176,12 @@ async fn mistakes_and_garbage_get_clear_errors_queue_nothing_and_the_server_stay
     // What is no call at all: JSON-RPC errors, each for its request (or for none).
     let unknown = relay.tool(50, "delete_everything", json!({})).await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
-    assert!(unknown["error"]["message"].as_str().unwrap().contains("unknown tool"));
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool")
+    );
     relay.send_line("{not json").await;
     let parse = relay.answer(&Value::Null).await;
     assert_eq!(parse["error"]["code"], -32700, "{parse}");
@@ -132,7 +189,9 @@ async fn mistakes_and_garbage_get_clear_errors_queue_nothing_and_the_server_stay
         .call(json!({"jsonrpc": "2.0", "id": 51, "method": 42, "params": "x"}))
         .await;
     assert!(bad["error"].is_object(), "{bad}");
-    let unknown_method = relay.call(json!({"jsonrpc": "2.0", "id": 52, "method": "tasks/explode"})).await;
+    let unknown_method = relay
+        .call(json!({"jsonrpc": "2.0", "id": 52, "method": "tasks/explode"}))
+        .await;
     assert!(unknown_method["error"].is_object(), "{unknown_method}");
     // Nothing was queued, and the server still answers.
     assert_eq!(task_count(&daemon).await, 1);
@@ -141,10 +200,16 @@ async fn mistakes_and_garbage_get_clear_errors_queue_nothing_and_the_server_stay
 
     // The same over HTTP, straight at /mcp with the token.
     let http = Http::open(&daemon).await;
-    let answer = http.tool(2, "ask_agent", json!({"agent": "nobody", "job": "x"})).await;
+    let answer = http
+        .tool(2, "ask_agent", json!({"agent": "nobody", "job": "x"}))
+        .await;
     assert_tool_error(&answer, "no agent named");
     let answer = http
-        .tool(3, "ask_agent", json!({"agent": "researcher", "job": "x".repeat(10 * 1024 * 1024)}))
+        .tool(
+            3,
+            "ask_agent",
+            json!({"agent": "researcher", "job": "x".repeat(10 * 1024 * 1024)}),
+        )
         .await;
     assert_tool_error(&answer, "job is 10485760 bytes");
     let garbage = http.post(b"{not json".to_vec()).await;
@@ -181,7 +246,10 @@ impl Http {
             "clientInfo": {"name": "raw", "version": "1"}}});
         let response = http.post(init.to_string().into_bytes()).await;
         assert_eq!(response.status(), 200);
-        http.session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        http.session = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert_eq!(http.post(note.to_string().into_bytes()).await.status(), 202);
         http

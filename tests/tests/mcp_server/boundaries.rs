@@ -54,13 +54,20 @@ async fn a_scoped_client_sees_and_uses_only_its_agents() {
         assert_eq!(steps(&all, "read")[0]["error"], true, "{transport}");
     }
     // Nothing happened to the hidden agent: its one task, untouched.
-    let tasks: TaskList = daemon.client().get("/api/tasks?agent=secret").await.unwrap();
+    let tasks: TaskList = daemon
+        .client()
+        .get("/api/tasks?agent=secret")
+        .await
+        .unwrap();
     assert_eq!(tasks.tasks.len(), 1);
     assert_eq!(tasks.tasks[0].state, TaskState::Done);
     // The socket without --agents is not narrowed by the TCP listener's config.
     let mut relay = Relay::start(&daemon, &[]).await;
     let listed = relay.tool(1, "list_agents", json!({})).await;
-    let text = listed["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    let text = listed["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(text.contains("secret"), "{text}");
     drop(relay);
     daemon.stop();
@@ -84,24 +91,40 @@ async fn an_agents_own_command_calling_mcp_is_refused_and_queues_nothing() {
     let script = [
         post(&url, init),
         post(&url, ask),
-        post(&format!("--unix-socket {} http://localhost/mcp", socket.display()), init),
-        post(&format!("--unix-socket {} http://localhost/mcp", socket.display()), ask),
+        post(
+            &format!("--unix-socket {} http://localhost/mcp", socket.display()),
+            init,
+        ),
+        post(
+            &format!("--unix-socket {} http://localhost/mcp", socket.display()),
+            ask,
+        ),
     ]
     .join("; ");
     // `; true`: curl exits 7 where seccomp (no AF_UNIX sockets) stops the socket's connect.
     let script = format!("{script}; true");
-    mock.push(Reply::tool_call("c1", "exec_command", json!({"cmd": script})));
+    mock.push(Reply::tool_call(
+        "c1",
+        "exec_command",
+        json!({"cmd": script}),
+    ));
     mock.push(Reply::text("tried"));
     add_agent(&daemon, "worker").await;
     let ws = tempfile::tempdir().unwrap();
     let task = create_task(&daemon, "worker", "reach the team", Some(ws.path())).await;
-    assert_eq!(wait_task_finished(&daemon, &task).await.state, TaskState::Done);
+    assert_eq!(
+        wait_task_finished(&daemon, &task).await.state,
+        TaskState::Done
+    );
     let output = task_events(&daemon, &task)
         .await
         .into_iter()
         .find_map(|e| match e {
             lazyboy_protocol::EventBody::ToolResult {
-                call_id, output, status, ..
+                call_id,
+                output,
+                status,
+                ..
             } if call_id == "c1" => {
                 assert_eq!(status, ToolStatus::Ok, "{output}");
                 Some(output)
@@ -152,12 +175,17 @@ async fn a_cancelled_wait_ends_at_once() {
     .expect("a progress notification within 30 s");
     let progress = sse_messages(&seen);
     assert!(
-        progress.iter().any(|m| m["params"]["progressToken"] == "p7"),
+        progress
+            .iter()
+            .any(|m| m["params"]["progressToken"] == "p7"),
         "{seen}"
     );
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7, "reason": "the person moved on"}});
-    assert_eq!(http.post(cancel.to_string().into_bytes()).await.status(), 202);
+    assert_eq!(
+        http.post(cancel.to_string().into_bytes()).await.status(),
+        202
+    );
     // The stream ends well before the 600 s wait would, with no outcome for the call.
     let rest = tokio::time::timeout(Duration::from_secs(10), async {
         let mut rest = String::new();
@@ -183,6 +211,9 @@ async fn a_cancelled_wait_ends_at_once() {
     .await;
     // The task itself goes on: cancelling a wait is not stopping the task.
     let status = http.tool(8, "task_status", json!({"task": task})).await;
-    assert_eq!(status["result"]["structuredContent"]["state"], "running", "{status}");
+    assert_eq!(
+        status["result"]["structuredContent"]["state"], "running",
+        "{status}"
+    );
     daemon.stop();
 }

@@ -79,7 +79,10 @@ async fn the_help_and_the_printed_config_work_as_pasted() {
         .spawn()
         .unwrap();
     let stdin = child.stdin.as_mut().unwrap();
-    stdin.write_all(format!("{}\n", initialize()).as_bytes()).await.unwrap();
+    stdin
+        .write_all(format!("{}\n", initialize()).as_bytes())
+        .await
+        .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
@@ -87,7 +90,10 @@ async fn the_help_and_the_printed_config_work_as_pasted() {
         .unwrap()
         .expect("the relay answered");
     let answer: Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(answer["result"]["serverInfo"]["name"], "lazyboy", "{answer}");
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "lazyboy",
+        "{answer}"
+    );
     drop(child);
     daemon.stop();
 }

@@ -28,7 +28,13 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// The Python client's command: `transport` "stdio" or "http", `mode` as the SDK takes it.
-fn sdk(daemon: &TestDaemon, transport: &str, mode: &str, scenario: &str, rest: &[&str]) -> tokio::process::Command {
+fn sdk(
+    daemon: &TestDaemon,
+    transport: &str,
+    mode: &str,
+    scenario: &str,
+    rest: &[&str],
+) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(python());
     command.arg(fixture("mcp_team_client.py")).arg(transport);
     if transport == "stdio" {
@@ -107,38 +113,66 @@ fn script_main(mock: &MockModel) {
 
 fn check_main(steps_: &[Value], version: &str, workspace: &Path) {
     assert_eq!(steps(steps_, "connected")[0]["version"], version);
-    let names = steps(steps_, "tools")[0]["names"].as_array().unwrap().clone();
+    let names = steps(steps_, "tools")[0]["names"]
+        .as_array()
+        .unwrap()
+        .clone();
     for tool in [
-        "list_agents", "ask_agent", "task_status", "wait_task", "answer_task", "approve_call",
-        "deny_call", "tell_agent", "stop_task", "task_files",
+        "list_agents",
+        "ask_agent",
+        "task_status",
+        "wait_task",
+        "answer_task",
+        "approve_call",
+        "deny_call",
+        "tell_agent",
+        "stop_task",
+        "task_files",
     ] {
         assert!(names.contains(&json!(tool)), "{tool} missing: {names:?}");
     }
     let agents = &steps(steps_, "list_agents")[0]["data"]["agents"];
     assert!(
-        agents.as_array().unwrap().iter().any(|a| a["name"] == "researcher"),
+        agents
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "researcher"),
         "{agents}"
     );
     let asks = steps(steps_, "ask_agent");
     assert_eq!(asks[0]["error"], false, "{}", asks[0]);
     assert_eq!(asks[0]["data"]["state"], "done", "{}", asks[0]);
     assert_eq!(asks[0]["data"]["final_message"], "the report is ready");
-    assert!(asks[0]["text"].as_str().unwrap().contains("the report is ready"));
+    assert!(
+        asks[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the report is ready")
+    );
     let waits = steps(steps_, "wait_task");
     let question = &waits[0]["data"];
     assert_eq!(question["state"], "waiting_for_human", "{}", waits[0]);
     assert_eq!(question["question"]["text"], "Which format?");
     assert_eq!(question["question"]["options"], json!(["pdf", "md"]));
-    let progress = steps(steps_, "progress")[0]["messages"].as_array().unwrap().clone();
+    let progress = steps(steps_, "progress")[0]["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert!(
-        progress.iter().any(|m| m.as_str().unwrap_or("").contains("waiting for the model")),
+        progress
+            .iter()
+            .any(|m| m.as_str().unwrap_or("").contains("waiting for the model")),
         "no progress named the model's wait: {progress:?}"
     );
     assert_eq!(steps(steps_, "answer_task")[0]["error"], false);
     assert_eq!(waits[1]["data"]["state"], "done", "{}", waits[1]);
     let last = waits[1]["data"]["final_message"].as_str().unwrap();
     assert!(last.starts_with("wrote them"), "{last}");
-    let files = steps(steps_, "task_files")[0]["data"]["files"].as_array().unwrap().clone();
+    let files = steps(steps_, "task_files")[0]["data"]["files"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(files.len(), 2, "{files:?}");
     let reads = steps(steps_, "read");
     let report = reads.iter().find(|r| r["path"] == "report.md").unwrap();
@@ -153,7 +187,10 @@ fn check_main(steps_: &[Value], version: &str, workspace: &Path) {
     assert_eq!(bytes, std::fs::read(workspace.join("blob.bin")).unwrap());
     assert_eq!(bytes.len(), 5000);
     assert_eq!(steps(steps_, "stop_task")[0]["data"]["state"], "cancelled");
-    assert_eq!(steps(steps_, "task_status")[0]["data"]["state"], "cancelled");
+    assert_eq!(
+        steps(steps_, "task_status")[0]["data"]["state"],
+        "cancelled"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,7 +228,9 @@ async fn a_stdio_client_waiting_through_a_kill_9_gets_the_tasks_real_outcome() {
     mock.push(Reply::text("finished after the restart"));
     let task = create_task(&daemon, "researcher", "a long job", None).await;
     mock.wait_for_requests(1).await;
-    let mut client = sdk(&daemon, "stdio", "legacy", "wait", &[&task]).spawn().unwrap();
+    let mut client = sdk(&daemon, "stdio", "legacy", "wait", &[&task])
+        .spawn()
+        .unwrap();
     let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
     let connected = lines.next_line().await.unwrap().unwrap();
     assert!(connected.contains("connected"), "{connected}");
@@ -230,6 +269,9 @@ async fn a_stdio_client_waiting_through_a_kill_9_gets_the_tasks_real_outcome() {
     // One task, done once: nothing lost, nothing queued again.
     let tasks: lazyboy_protocol::TaskList = daemon.client().get("/api/tasks").await.unwrap();
     assert_eq!(tasks.tasks.len(), 1, "{:?}", tasks.tasks);
-    assert_eq!(wait_task_finished(&daemon, &task).await.state, TaskState::Done);
+    assert_eq!(
+        wait_task_finished(&daemon, &task).await.state,
+        TaskState::Done
+    );
     daemon.stop();
 }
