@@ -77,11 +77,9 @@ impl Relay {
 
     /// `tools/call` of `name`; the result.
     pub async fn tool(&mut self, id: i64, name: &str, arguments: Value) -> Value {
-        let answer = self
-            .call(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        self.call(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                 "params": {"name": name, "arguments": arguments}}))
-            .await;
-        answer
+            .await
     }
 }
 
