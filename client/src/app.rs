@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, McpCommand};
 use crate::commands;
 use crate::connection::Client;
 use crate::daemon_proc;
@@ -132,6 +132,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::schedule::run(&client, command, cli.json).await
         }
+        Command::Mcp(McpCommand::Serve {
+            agents,
+            print_config,
+        }) => commands::mcp_serve::run(&client, agents, print_config, cli.json).await,
         Command::Mcp(command) => {
             daemon_proc::ensure_running(&client).await?;
             commands::mcp::run(&client, command, cli.json).await

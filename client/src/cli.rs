@@ -93,7 +93,8 @@ pub enum Command {
     Continue { task: String },
     /// List the daemons (nodes) sharing this daemon's database: heartbeat, running tasks.
     Nodes,
-    /// MCP servers: their state and tools, or test one (connect and list its tools).
+    /// MCP: the servers agents use (their state and tools, or test one), and `serve`: the
+    /// team as an MCP server for other agents and editors.
     #[command(subcommand)]
     Mcp(McpCommand),
     /// Check the setup: config, model, MCP servers, web search, Docker and the box image,
@@ -311,6 +312,18 @@ pub enum McpCommand {
     Ls,
     /// Start (or reach) a server now and list its tools; exit code 1 if it fails.
     Test { name: String },
+    /// Serve the team as MCP tools on stdio, for Claude Desktop, Codex, Cursor, Zed or any
+    /// MCP client: ask a named agent for a long job, come back for the result.
+    #[command(after_long_help = crate::commands::mcp_serve::SERVE_HELP)]
+    Serve {
+        /// Only these agents (comma-separated) are visible and usable by this client.
+        #[arg(long)]
+        agents: Option<String>,
+        /// Print the config to paste (stdio, and the HTTP URL with its bearer token) instead
+        /// of serving.
+        #[arg(long)]
+        print_config: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -82,9 +82,21 @@ pub struct ConfigFile {
     pub web_search: crate::web::search::WebSearchSection,
     #[serde(default)]
     pub mcp: crate::mcp::McpSection,
+    /// `[mcp_server]`: what MCP clients of `/mcp` on TCP may reach.
+    #[serde(default)]
+    pub mcp_server: McpServerSection,
     /// `[box]`: which box container and image (`LAZYBOY_BOX_NAME`, `LAZYBOY_BOX_IMAGE` win).
     #[serde(default, rename = "box")]
     pub sandbox: BoxSection,
+}
+
+/// `[mcp_server]`: the team as MCP tools at `/mcp`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSection {
+    /// The agents a client on TCP may see and use (default: all). The local socket (`lazyboy
+    /// mcp serve`) is narrowed by `--agents` instead.
+    pub agents: Option<Vec<String>>,
 }
 
 /// A model's price in US dollars per million tokens.

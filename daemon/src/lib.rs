@@ -15,6 +15,7 @@ pub mod context;
 pub mod heartbeat;
 pub mod home;
 pub mod mcp;
+pub mod mcp_server;
 pub mod providers;
 pub mod redact;
 pub mod sandbox;
