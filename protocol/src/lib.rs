@@ -22,6 +22,8 @@ pub use tasks::*;
 mod notify;
 pub use notify::*;
 mod boundaries;
+/// The team as MCP tools (`/mcp`, `lazyboy mcp serve`).
+pub mod mcp_server;
 pub use boundaries::{
     APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,
 };

@@ -53,6 +53,7 @@ static SOURCES: &[Source] = &[
     web!("lib/notify.js", JS),
     web!("lib/push.js", JS),
     web!("lib/store.js", JS),
+    web!("lib/visible.js", JS),
     web!("components/lb-agent-form.js", JS),
     web!("components/lb-agent-list.js", JS),
     web!("components/lb-agent-view.js", JS),

@@ -425,7 +425,7 @@ async fn try_attempt(notifier: &Notifier, p: &mut Pending) -> Result<Option<Dura
         kind: owed.kind,
         channel: owed.channel.clone(),
         attempt,
-        error: crate::secrets::redact(&error).into_owned(),
+        error: crate::redact::text(&error).into_owned(),
         retry_in_ms,
     };
     match outcome {

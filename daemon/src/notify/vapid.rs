@@ -70,6 +70,9 @@ impl Vapid {
             }
             Err(e) => return Err(io(e)),
         };
+        // The one registry of what the daemon redacts: the key as its file holds it, so a
+        // stray copy (a tool result, an error) is hidden like the token.
+        crate::redact::register("vapid_key", &URL_SAFE_NO_PAD.encode(&pkcs8));
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng)
             .map_err(|_| VapidError::Invalid(path.display().to_string()))?;
         let public = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
