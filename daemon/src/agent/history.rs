@@ -380,14 +380,7 @@ impl History {
             | EventBody::ScheduleSkipped { .. }
             | EventBody::ModelUsage { .. }
             | EventBody::Deliverables { .. }
-            | EventBody::ConversationCleared {}
-            // The notifier's outbox: the person's business, never the model's.
-            | EventBody::NotificationDue { .. }
-            | EventBody::NotificationSent { .. }
-            | EventBody::NotificationFailed { .. }
-            | EventBody::NotificationSkipped { .. }
-            | EventBody::NotifySubscriptionAdded { .. }
-            | EventBody::NotifySubscriptionGone { .. } => {}
+            | EventBody::ConversationCleared {} => {}
         }
     }
 }
