@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, McpCommand};
 use crate::commands;
 use crate::connection::Client;
 use crate::daemon_proc;
@@ -121,9 +121,17 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::tasks::continue_task(&client, &task, cli.json).await
         }
-        Command::Approve { task, for_task } => {
+        Command::Approve {
+            task,
+            for_task,
+            show,
+        } => {
             daemon_proc::ensure_running(&client).await?;
-            commands::approve::approve(&client, &task, for_task, cli.json).await
+            if show {
+                commands::approve::show(&client, &task, cli.json).await
+            } else {
+                commands::approve::approve(&client, &task, for_task, cli.json).await
+            }
         }
         Command::Deny { task, reason } => {
             daemon_proc::ensure_running(&client).await?;
@@ -141,6 +149,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::schedule::run(&client, command, cli.json).await
         }
+        Command::Mcp(McpCommand::Serve {
+            agents,
+            print_config,
+        }) => commands::mcp_serve::run(&client, agents, print_config, cli.json).await,
         Command::Mcp(command) => {
             daemon_proc::ensure_running(&client).await?;
             commands::mcp::run(&client, command, cli.json).await

@@ -93,7 +93,8 @@ pub enum Command {
     Continue { task: String },
     /// List the daemons (nodes) sharing this daemon's database: heartbeat, running tasks.
     Nodes,
-    /// MCP servers: their state and tools, or test one (connect and list its tools).
+    /// MCP: the servers agents use (their state and tools, or test one), and `serve`: the
+    /// team as an MCP server for other agents and editors.
     #[command(subcommand)]
     Mcp(McpCommand),
     /// Check the setup: config, model, MCP servers, web search, Docker and the box image,
@@ -103,8 +104,11 @@ pub enum Command {
     Approve {
         task: String,
         /// Also approve the same call (same command, file or URL) for the rest of the task.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "show")]
         for_task: bool,
+        /// Approve nothing: print the whole call the task waits on, every line, nothing cut.
+        #[arg(long)]
+        show: bool,
     },
     /// Deny the call a task waits on: it never runs; the agent is told why.
     Deny {
@@ -324,6 +328,18 @@ pub enum McpCommand {
     Ls,
     /// Start (or reach) a server now and list its tools; exit code 1 if it fails.
     Test { name: String },
+    /// Serve the team as MCP tools on stdio, for Claude Desktop, Codex, Cursor, Zed or any
+    /// MCP client: ask a named agent for a long job, come back for the result.
+    #[command(after_long_help = crate::commands::mcp_serve::SERVE_HELP)]
+    Serve {
+        /// Only these agents (comma-separated) are visible and usable by this client.
+        #[arg(long)]
+        agents: Option<String>,
+        /// Print the config to paste (stdio, and the HTTP URL with its bearer token) instead
+        /// of serving.
+        #[arg(long)]
+        print_config: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -151,24 +151,16 @@ impl Client {
         body: Option<Vec<u8>>,
         last_event_id: Option<i64>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
-        let mut sender = self.connect().await?;
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(hyper::header::HOST, "localhost");
-        if let Some(token) = self.token() {
-            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
-        }
+        let mut headers = Vec::new();
         if body.is_some() {
-            request = request.header(hyper::header::CONTENT_TYPE, "application/json");
+            headers.push(("content-type", "application/json".to_owned()));
         }
         if let Some(id) = last_event_id {
-            request = request.header("last-event-id", id.to_string());
+            headers.push(("last-event-id", id.to_string()));
         }
-        let request = request
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| ClientError::Decode(e.to_string()))?;
-        let response = sender.send_request(request).await?;
+        let response = self
+            .send_raw(method, path, &headers, body.unwrap_or_default())
+            .await?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -182,6 +174,52 @@ impl Client {
             },
             Err(_) => ClientError::Decode(format!("{status}: {}", String::from_utf8_lossy(&bytes))),
         })
+    }
+
+    /// One request with the credential and `headers`; the answer as it came, whatever its
+    /// status.
+    async fn send_raw(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
+        let mut sender = self.connect().await?;
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(hyper::header::HOST, "localhost");
+        if let Some(token) = self.token() {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| ClientError::Decode(e.to_string()))?;
+        Ok(sender.send_request(request).await?)
+    }
+
+    /// A request whose answer the caller reads whatever its status (`lazyboy mcp serve`
+    /// relays `/mcp`'s own answers and errors); a 401 re-reads the credential once, as for
+    /// every request. `NotRunning` and `Io` mean nothing was sent.
+    pub async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
+        let response = self
+            .send_raw(method.clone(), path, headers, body.clone())
+            .await?;
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(response);
+        }
+        self.forget_token();
+        self.send_raw(method, path, headers, body).await
     }
 
     /// A request with an optional JSON body; the answer's JSON body decoded as `T`.

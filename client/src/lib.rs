@@ -7,6 +7,8 @@ pub mod cli;
 pub mod commands;
 pub mod connection;
 pub mod daemon_proc;
+pub mod mcp_relay;
 pub mod reach;
 pub mod render;
 pub mod service_file;
+pub mod visible;

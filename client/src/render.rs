@@ -1,4 +1,6 @@
-//! Text output: one line per event, and small tables.
+//! Text output: one line per event, and small tables. Text a model or a command wrote is
+//! passed through [`clean`] (no escape sequence reaches the terminal); what waits for the
+//! person's approval is shown by `approval.rs`, exactly.
 
 use lazyboy_protocol::{Agent, AgentState, Event, EventBody, StepStatus, TaskState, ToolStatus};
 
@@ -18,6 +20,16 @@ pub fn event_line(event: &Event) -> String {
             format!("{name} {}", call_summary(&name, &arguments))
         }
         Some(EventBody::TaskFinished { message, .. }) => one_line(&message),
+        // One line cannot show a command exactly: say where to see it.
+        Some(EventBody::Question {
+            approval: Some(approval),
+            ..
+        }) => format!(
+            "approval: {} ({}); `lazyboy approve --show {}` shows what will run",
+            crate::visible::line(&approval.tool),
+            approval.effect.as_str(),
+            event.task.as_deref().unwrap_or("TASK")
+        ),
         Some(EventBody::ScheduleAdded {
             schedule,
             cron,
@@ -317,13 +329,21 @@ impl TaskPrinter {
             }
             EventBody::AgentMessage { text } => writeln!(out, "{}", self.bold(&text))?,
             EventBody::Question {
-                question,
                 approval: Some(approval),
                 ..
             } => {
+                // Not the question's text: it quotes the command, which the details show
+                // whole and visible.
                 let task = event.task.as_deref().unwrap_or("TASK");
-                writeln!(out, "{}", self.bold(&format!("? {}", one_line(&question))))?;
-                write!(out, "{}", crate::approval::details(&approval, task))?;
+                writeln!(out, "{}", self.bold(&crate::approval::title(&approval)))?;
+                let style = crate::approval::Style { color: self.color };
+                let details = crate::approval::details(
+                    &approval,
+                    task,
+                    crate::approval::Extent::Prompt,
+                    style,
+                );
+                write!(out, "{details}")?;
             }
             EventBody::ApprovalDecided {
                 decision, reason, ..

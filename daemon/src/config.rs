@@ -84,9 +84,21 @@ pub struct ConfigFile {
     pub web_search: crate::web::search::WebSearchSection,
     #[serde(default)]
     pub mcp: crate::mcp::McpSection,
+    /// `[mcp_server]`: what MCP clients of `/mcp` on TCP may reach.
+    #[serde(default)]
+    pub mcp_server: McpServerSection,
     /// `[box]`: which box container and image (`LAZYBOY_BOX_NAME`, `LAZYBOY_BOX_IMAGE` win).
     #[serde(default, rename = "box")]
     pub sandbox: BoxSection,
+}
+
+/// `[mcp_server]`: the team as MCP tools at `/mcp`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSection {
+    /// The agents a client on TCP may see and use (default: all). The local socket (`lazyboy
+    /// mcp serve`) is narrowed by `--agents` instead.
+    pub agents: Option<Vec<String>>,
 }
 
 /// A model's price in US dollars per million tokens.
@@ -314,7 +326,9 @@ impl Config {
     /// `LAZYBOY_DATABASE_URL`, else `database_url`. Read when asked, not at load: the
     /// variable is a secret, handed over after the config was first read.
     pub fn database_url(&self) -> Option<String> {
-        env("LAZYBOY_DATABASE_URL").or_else(|| self.file.database_url.clone())
+        env("LAZYBOY_DATABASE_URL")
+            .or_else(|| self.file.database_url.clone())
+            .inspect(|url| crate::redact::register("database_url", url))
     }
 
     /// The price of `model`, if the config gives one.

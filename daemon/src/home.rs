@@ -106,7 +106,9 @@ pub fn ensure_token(home: &Path) -> std::io::Result<String> {
 /// The token in `<home>/token`, if there is one.
 pub fn token_file(home: &Path) -> std::io::Result<Option<String>> {
     match std::fs::read_to_string(home.join(paths::TOKEN)) {
-        Ok(token) => Ok(Some(token.trim().to_owned()).filter(|t| !t.is_empty())),
+        Ok(token) => Ok(Some(token.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .inspect(|t| crate::redact::register("API token", t))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
@@ -133,6 +135,7 @@ pub fn write_new_token(home: &Path) -> std::io::Result<String> {
     writeln!(file, "{token}")?;
     file.sync_all()?;
     std::fs::rename(&staged, home.join(paths::TOKEN))?;
+    crate::redact::register("API token", &token);
     Ok(token)
 }
 

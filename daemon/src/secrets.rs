@@ -13,8 +13,8 @@
 //!    the same user can neither read its memory (`/proc/<pid>/mem`, a debugger) nor its
 //!    `/proc/<pid>/environ`; the kernel then makes its `/proc/<pid>/*` files root's.
 //!
-//! 4. [`redact`]: a tool result that carries one of these values (a command printed a key it
-//!    found in a file, say) has it replaced before the result is stored or sent to the model.
+//! 4. [`known`]: the values, for [`crate::redact`], which keeps them (and their encodings)
+//!    out of everything the daemon stores or sends.
 //!
 //! Ordering: this runs before `setsid`, the umask, the home's lock or any thread. An exec
 //! drops close-on-exec descriptors, so a lock taken before it would be released and taken
@@ -56,48 +56,23 @@ pub fn var(name: &str) -> Option<String> {
         .or_else(|| std::env::var(name).ok())
 }
 
-/// The shortest value [`redact`] hides: shorter ones are too likely to be ordinary text.
-const MIN_REDACTED: usize = 8;
-
-/// `text` with every secret value replaced by `[redacted NAME]`: the values handed over at
-/// start, else (nothing was handed over: tests in-process, a daemon without keys) the
-/// secret variables still in the environment ([`FIXED`] and the configured key names).
-pub fn redact(text: &str) -> std::borrow::Cow<'_, str> {
-    static VALUES: OnceLock<Vec<(String, String)>> = OnceLock::new();
-    let values = VALUES.get_or_init(|| {
-        let mut values: Vec<(String, String)> = match SECRETS.get() {
-            Some(secrets) => secrets
-                .iter()
-                .map(|(n, v)| (n.clone(), v.clone()))
-                .collect(),
-            None => std::env::vars()
-                .filter(|(name, _)| {
-                    // LAZYBOY_HOME and friends are no secrets; the configured key names are.
-                    FIXED.contains(&name.as_str())
-                        || (crate::tools::is_secret_env(name) && !name.starts_with("LAZYBOY_"))
-                })
-                .collect(),
-        };
-        values.retain(|(_, value)| value.len() >= MIN_REDACTED);
-        // Longest first: a key that contains another is hidden whole.
-        values.sort_by_key(|(_, value)| std::cmp::Reverse(value.len()));
-        values
-    });
-    redact_with(text, values)
-}
-
-fn redact_with<'a>(text: &'a str, values: &[(String, String)]) -> std::borrow::Cow<'a, str> {
-    if !values
-        .iter()
-        .any(|(_, value)| text.contains(value.as_str()))
-    {
-        return std::borrow::Cow::Borrowed(text);
+/// The secret values known at start, by name, for [`crate::redact`]: those handed over, else
+/// (nothing was handed over: tests in-process, a daemon without keys) the secret variables
+/// still in the environment ([`FIXED`] and the configured key names).
+pub(crate) fn known() -> Vec<(String, String)> {
+    match SECRETS.get() {
+        Some(secrets) => secrets
+            .iter()
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect(),
+        None => std::env::vars()
+            .filter(|(name, _)| {
+                // LAZYBOY_HOME and friends are no secrets; the configured key names are.
+                FIXED.contains(&name.as_str())
+                    || (crate::tools::is_secret_env(name) && !name.starts_with("LAZYBOY_"))
+            })
+            .collect(),
     }
-    let mut out = text.to_owned();
-    for (name, value) in values {
-        out = out.replace(value.as_str(), &format!("[redacted {name}]"));
-    }
-    std::borrow::Cow::Owned(out)
 }
 
 /// The secret variable names: [`FIXED`] plus `extra` (the config's `api_key_env` entries).
@@ -235,23 +210,6 @@ mod tests {
         assert_eq!(map.get("B").map(String::as_str), Some("x=y"));
         assert_eq!(map.get("C").map(String::as_str), Some(""));
         assert_eq!(map.len(), 3);
-    }
-
-    #[test]
-    fn values_are_redacted_longest_first_and_other_text_is_untouched() {
-        let values = vec![
-            ("LONG".to_owned(), "sk-abcdef-123456".to_owned()),
-            ("SHORT".to_owned(), "sk-abcdef".to_owned()),
-        ];
-        let text = "key=sk-abcdef-123456 and sk-abcdef.";
-        assert_eq!(
-            redact_with(text, &values),
-            "key=[redacted LONG] and [redacted SHORT]."
-        );
-        assert!(matches!(
-            redact_with("nothing here", &values),
-            std::borrow::Cow::Borrowed(_)
-        ));
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub use events::*;
 mod tasks;
 pub use tasks::*;
 mod boundaries;
+/// The team as MCP tools (`/mcp`, `lazyboy mcp serve`).
+pub mod mcp_server;
 pub use boundaries::{
     APPROVAL_OPTIONS, Approval, ApproveCall, Decision, DenyCall, Sandbox, approvable,
 };

@@ -1,5 +1,6 @@
 //! Agent loop benchmarks: harness overhead per step and delta-to-print latency, with the
-//! release daemon and CLI against the mock model at zero latency.
+//! release daemon and CLI against the mock model at zero latency; once with a daemon that
+//! knows no secret, once with one that knows three (redaction's share of a step).
 //!
 //! `cargo bench -p lazyboy-tests --bench agent` — prints a markdown table for
 //! `docs/benchmarks.md`. `BENCH_QUICK=1` for fewer repetitions.
@@ -21,10 +22,40 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// Secrets a daemon holds in practice: two providers' keys and LazyBoy's own (the API token
+/// is left out: the CLI reads it from the home, and a `LAZYBOY_TOKEN` would differ).
+const SECRETS: [(&str, &str); 3] = [
+    (
+        "OPENAI_API_KEY",
+        "sk-proj-Zt9Qv2xK7mW4nR8pL3sJ6hF1dG5aE0cB9yU2iO7tY4wX8vN3mQ6zP1kA4bC7dE0fG3hJ6",
+    ),
+    (
+        "ANTHROPIC_API_KEY",
+        "sk-ant-api03-q8W2e4R6t8Y0u2I4o6P8a0S2d4F6g8H0j2K4l6Z8x0C2v4B6n8M0q2W4e6R8t0Y2u4I6o8P0",
+    ),
+    (
+        "LAZYBOY_API_KEY",
+        "lb-key-R2d2C3poBb8Ll9Kk0Jj1Hh2Gg3Ff4Ee5Dd6Cc7",
+    ),
+];
+
 async fn run() {
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    // The same runs on a daemon that knows no secret and on one that knows three: what
+    // redaction (every event through the matcher, deltas held back) adds to a step.
+    for (env, what) in [(&[][..], ""), (&SECRETS[..], ", 3 secrets known")] {
+        rows.extend(measure(env, what).await);
+    }
+    println!("| measure | result | target (peers) |\n|---|---|---|");
+    for (what, result, target) in rows {
+        println!("| {what} | {result} | {target} |");
+    }
+}
+
+async fn measure(env: &[(&str, &str)], what: &str) -> Vec<(String, String, String)> {
     let reps = if quick() { 2 } else { 7 };
     let mock = MockModel::start().await;
-    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", env).await;
     let mut rows: Vec<(String, String, String)> = Vec::new();
 
     let mut medians = Vec::new();
@@ -154,11 +185,9 @@ async fn run() {
         "< 5 ms".into(),
     ));
     daemon.stop();
-
-    println!("| measure | result | target (peers) |\n|---|---|---|");
-    for (what, result, target) in rows {
-        println!("| {what} | {result} | {target} |");
-    }
+    rows.into_iter()
+        .map(|(measure, result, target)| (format!("{measure}{what}"), result, target))
+        .collect()
 }
 
 /// Runs `lazyboy run` to completion; returns its wall time and peak RSS (KiB).

@@ -53,6 +53,15 @@ class Site(http.server.BaseHTTPRequestHandler):
         elif url.path == "/form":
             self.send("Form", '<form action="/search"><input name="q" placeholder="search">'
                       '<button type="submit">Go</button></form>')
+        elif url.path == "/clickpad":
+            # A page the whole viewport of which reports each click (where, on the screen) to
+            # /clicked, so a test sees a click's effect, not the tool's word for it.
+            self.send("Click pad", '<div style="position:fixed;inset:0" onclick="fetch(\'/clicked?x=\''
+                      ' + event.screenX + \'&y=\' + event.screenY)">click anywhere</div>')
+        elif url.path == "/clicked":
+            with open("/tmp/clicks.log", "a") as log:
+                log.write(f"{query.get('x')},{query.get('y')}\n")
+            self.send("Clicked", "<p>noted</p>")
         elif url.path == "/search":
             self.send("Results", f"<p>results for {query.get('q', '')}</p>")
         else:

@@ -302,7 +302,7 @@ async fn the_run_prompt_states_the_boundaries_and_approves_with_a_typed_1() {
     .await;
     let shown = read(&out_path);
     assert!(
-        shown.contains("command: echo typed >> counter.txt"),
+        shown.contains("  command:\n    1 │ echo typed >> counter.txt\n"),
         "{shown}"
     );
     assert_eq!(counter(ws.path()), "");

@@ -211,7 +211,14 @@ async fn novnc_over_the_daemon_speaks_rfb_behind_the_same_guard() {
     foreign
         .headers_mut()
         .insert("Authorization", format!("Bearer {own}").parse().unwrap());
-    assert!(tokio_tungstenite::connect_async(foreign).await.is_err());
+    match tokio_tungstenite::connect_async(foreign).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(refused)) => {
+            assert_eq!(refused.status(), 403);
+            let body = String::from_utf8_lossy(refused.body().as_deref().unwrap_or_default());
+            assert!(body.contains("\"forbidden_origin\""), "{body}");
+        }
+        other => panic!("a foreign page's websocket was not refused with 403: {other:?}"),
+    }
 
     // The same box through a daemon on every interface, which demands its token.
     let home = temp_home();

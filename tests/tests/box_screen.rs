@@ -5,7 +5,9 @@
 //! `screenshot`.
 
 use lazyboy_protocol::{BoxLockAction, Event, EventBody};
-use lazyboy_tests::boxes::{TestBox, objective, rounds, route, start_with_site, wait_finished};
+use lazyboy_tests::boxes::{
+    SITE, TestBox, objective, rounds, route, start_with_site, wait_finished,
+};
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::{TestDaemon, add_agent, all_events, create_task};
 use serde_json::json;
@@ -64,11 +66,23 @@ async fn screenshots_reach_the_model_and_computer_use_subagents_take_turns() {
             .contains("screenshot of the box's desktop (1280x800)")
     );
 
-    // OpenAI: a parent with two computer_use subagents; each clicks and looks.
+    // OpenAI: a parent with two computer_use subagents; each clicks and looks. First the
+    // browser shows a page that records each click it gets.
     let parent_objective = "drive the desktop";
+    let pad_objective = "open the click pad";
     route(&openai, 40, move |request| {
         let goal = objective(request);
         let n = rounds(request);
+        if goal == pad_objective {
+            return match n {
+                0 => Reply::tool_call(
+                    "n1",
+                    "browser_navigate",
+                    json!({"url": format!("{SITE}/clickpad")}),
+                ),
+                _ => Reply::text("open"),
+            };
+        }
         if goal == parent_objective {
             return match n {
                 0 => Reply::tool_calls([
@@ -104,6 +118,8 @@ async fn screenshots_reach_the_model_and_computer_use_subagents_take_turns() {
             _ => Reply::text("done"),
         }
     });
+    let pad = create_task(&daemon, "default", pad_objective, None).await;
+    wait_finished(&daemon, &pad).await;
     let parent = create_task(&daemon, "default", parent_objective, None).await;
     let finished = wait_finished(&daemon, &parent).await;
     assert_eq!(finished.final_message.as_deref(), Some("both done"));
@@ -142,6 +158,14 @@ async fn screenshots_reach_the_model_and_computer_use_subagents_take_turns() {
             .tool_result_for("c1")
             .unwrap()
             .starts_with("click: done; screenshot")
+    );
+    // The clicks landed: the page under the pointer got one from each subagent, where the
+    // tool was told to click.
+    let clicks = test_box.exec("box", "cat /tmp/clicks.log 2>/dev/null || true");
+    assert_eq!(
+        clicks.lines().collect::<Vec<_>>(),
+        ["640,400", "640,400"],
+        "{clicks}"
     );
     assert_eq!(looked.images.len(), 1);
     assert_eq!(looked.images[0].call_id.as_deref(), Some("c1"));

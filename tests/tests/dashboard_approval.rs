@@ -78,12 +78,12 @@ async fn an_approval_shows_what_will_run_and_is_decided_from_the_page() {
     let state = open_approval(&daemon, "echo approved >> counter.txt").await;
     assert_eq!(state.questions[0].task, task);
     let card = "//*[@role='log']//*[@role='group'][.//pre[normalize-space()=\
-                '$ echo approved >> counter.txt']]";
+                'echo approved >> counter.txt']]";
     browser
         .wait_js(
             "the approval card with its command",
             "return [...document.querySelectorAll('[role=log] lb-question pre')]
-               .some((p) => p.textContent === '$ echo approved >> counter.txt')",
+               .some((p) => p.textContent === 'echo approved >> counter.txt')",
         )
         .await;
     assert_eq!(
@@ -101,7 +101,7 @@ async fn an_approval_shows_what_will_run_and_is_decided_from_the_page() {
     browser
         .click(
             "//*[@role='log']//*[@role='group'][.//pre[normalize-space()=\
-             '$ echo denied >> counter.txt']]//button[normalize-space()='Deny']",
+             'echo denied >> counter.txt']]//button[normalize-space()='Deny']",
         )
         .await;
     let finished = wait_task_finished(&daemon, &task).await;

@@ -120,23 +120,7 @@ fn script(mock: &MockModel, call: impl Fn(usize) -> MockCall) {
         "write_file",
         json!({"path": "stop", "content": "stop"}),
     ));
-    mock.push_fn(|request| {
-        let started = request.tool_result_for("start").unwrap_or_default();
-        let at = started.find("cmd-").expect("the swapper's id");
-        let id = &started[at..at + 16];
-        Reply::tool_call(
-            "wait",
-            "await_command",
-            json!({"id": id, "timeout_ms": 30000}),
-        )
-    });
-    // It tells the person, so no reminder round takes the next script's first reply.
-    mock.push(Reply::tool_call(
-        "m",
-        "send_message",
-        json!({"text": "raced"}),
-    ));
-    mock.push(Reply::text("raced"));
+    await_swapper_then_tell(mock, 30_000, "raced");
 }
 
 /// Each race call's result (status, text), in order, and the swapper's report.
@@ -346,22 +330,7 @@ async fn the_files_api_never_serves_through_a_swapping_directory() {
         "exec_command",
         json!({"cmd": "python3 swap.py", "block_until_ms": 300}),
     ));
-    mock.push_fn(|request| {
-        let started = request.tool_result_for("start").unwrap_or_default();
-        let at = started.find("cmd-").expect("the swapper's id");
-        let id = &started[at..at + 16];
-        Reply::tool_call(
-            "wait",
-            "await_command",
-            json!({"id": id, "timeout_ms": 120000}),
-        )
-    });
-    mock.push(Reply::tool_call(
-        "m",
-        "send_message",
-        json!({"text": "swapped"}),
-    ));
-    mock.push(Reply::text("swapped"));
+    await_swapper_then_tell(&mock, 120_000, "swapped");
     let swapper = create_task(&daemon, "racer", "swap", Some(arena.ws.path())).await;
     wait_for(Duration::from_secs(30), "the swapper to run", || {
         let daemon = &daemon;
@@ -411,4 +380,21 @@ async fn the_files_api_never_serves_through_a_swapping_directory() {
     );
     mock.assert_clean();
     daemon.stop();
+}
+
+/// The script's end: wait for the swapper (the command started as call `start`), then tell
+/// the person `text`, so no reminder round takes the next script's first reply.
+fn await_swapper_then_tell(mock: &MockModel, timeout_ms: u64, text: &'static str) {
+    mock.push_fn(move |request| {
+        let started = request.tool_result_for("start").unwrap_or_default();
+        let at = started.find("cmd-").expect("the swapper's id");
+        let id = &started[at..at + 16];
+        Reply::tool_call(
+            "wait",
+            "await_command",
+            json!({"id": id, "timeout_ms": timeout_ms}),
+        )
+    });
+    mock.push(Reply::tool_call("m", "send_message", json!({"text": text})));
+    mock.push(Reply::text(text));
 }

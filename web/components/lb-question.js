@@ -1,11 +1,18 @@
 // <lb-question>: the agent asks the person. A group labelled by the question, a button per
 // option and a free-text answer; for a takeover, "Open the computer" and "Done". Once
 // answered (or no longer asked) it shows the answer instead of the controls. A call waiting
-// for approval also shows exactly what will run: the command, the file's diff, or the URL.
+// for approval shows exactly what will run instead of the model's words: the whole command
+// (each line numbered, every hidden character visible, lib/visible.js), where it runs, the
+// file and its diff, or the URL. A long block shows its first SHOWN_LINES lines (or
+// SHOWN_CHARS characters) and a button that says how much is hidden and shows it all.
 
 import { h } from '../lib/dom.js';
 import { post } from '../lib/api.js';
 import { store } from '../lib/store.js';
+import { lines, visibleLine, visibleNodes } from '../lib/visible.js';
+
+const SHOWN_LINES = 20;
+const SHOWN_CHARS = 4000;
 
 let ids = 0;
 
@@ -40,8 +47,11 @@ class Question extends HTMLElement {
     const who = this.dataset.showAgent && q.agent ? `${q.agent} asks` : q.takeover ? `takeover: ${q.takeover}` : 'question';
     const group = h('div.card', { role: 'group', 'aria-labelledby': id },
       h('div.meta', {}, who),
-      h('p.question-text', { id }, q.question));
-    if (q.approval) group.append(approvalDetails(q.approval));
+      h('p.question-text', { id }, q.approval ? approvalTitle(q.approval) : q.question));
+    if (q.approval) {
+      this.expanded ??= new Set();
+      group.append(approvalDetails(q.approval, this.expanded, () => this.render()));
+    }
     if (open) {
       const controls = h('div.options');
       if (q.takeover) {
@@ -64,15 +74,59 @@ class Question extends HTMLElement {
     this.replaceChildren(group);
   }
 }
-/// What an approval will do, as the daemon previewed it.
-function approvalDetails(a) {
-  const what = a.command != null ? `$ ${a.command}${a.workdir && a.workdir !== '.' ? `   (in ${a.workdir})` : ''}`
-    : a.diff != null ? a.diff
-    : a.url != null ? a.url
-    : a.arguments;
-  return h('div.approval', {},
-    h('div.meta', {}, `${a.tool} · ${a.effect}${a.path ? ` · ${a.path}` : ''}`),
-    h('pre.approval-detail', {}, what));
+/** The label of an approval: the tool and its effect, nothing the model wrote. */
+function approvalTitle(a) {
+  return `Approve ${visibleLine(a.tool)} (${a.effect})?`;
+}
+
+/** What an approval will do, as the daemon previewed it; `expanded` names the blocks shown
+ * whole (kept by the element across renders), `rerender` redraws after a change. */
+function approvalDetails(a, expanded, rerender) {
+  const show = (field) => () => { expanded.add(field); rerender(); };
+  const field = (label, value) => h('p.approval-field', {}, h('span.label', {}, `${label} `),
+    visibleNodes(value));
+  const out = h('div.approval');
+  if (a.command != null) {
+    out.append(...block('command', a.command, true, expanded.has('command'), show('command')),
+      field('in', a.workdir ?? '.'));
+  }
+  if (a.url != null) out.append(field('URL', a.url));
+  if (a.path != null) out.append(field('file', a.path));
+  if (a.diff != null) out.append(...block('diff', a.diff, false, expanded.has('diff'), show('diff')));
+  if (a.command == null && a.url == null && a.path == null) {
+    out.append(...block('arguments', a.arguments, false, expanded.has('arguments'), show('arguments')));
+  }
+  return out;
+}
+
+/** A block of text line by line (numbered for a command), every hidden character visible;
+ * unless `whole`, within SHOWN_LINES and SHOWN_CHARS, then a button that shows the rest. */
+function block(name, text, numbered, whole, showAll) {
+  const all = lines(text);
+  const rows = [];
+  let budget = whole ? Infinity : SHOWN_CHARS;
+  let shownChars = 0;
+  for (const [i, line] of all.entries()) {
+    if (!whole && (i === SHOWN_LINES || budget === 0)) break;
+    let chars = [...line];
+    const cut = chars.length > budget;
+    if (cut) chars = chars.slice(0, budget);
+    budget -= chars.length;
+    shownChars += chars.length;
+    rows.push(h('span.line', { dataset: numbered ? { n: String(i + 1) } : {} },
+      visibleNodes(chars.join('')), cut ? h('span.cut', {}, '…') : null));
+  }
+  const total = all.reduce((n, line) => n + [...line].length, 0);
+  const label = `${name}${all.length > 1 ? ` · ${all.length} lines` : ''}`;
+  const out = [h('div.meta', {}, label),
+    h(`pre.approval-detail${numbered ? '.numbered' : ''}`, { dataset: { field: name } }, rows)];
+  if (shownChars < total) {
+    const moreLines = all.length - rows.length;
+    const hidden = `${total - shownChars} characters${moreLines ? `, ${moreLines} more lines` : ''} hidden`;
+    out.push(h('button.show-all', { type: 'button', onclick: showAll },
+      all.length > 1 ? `Show all ${all.length} lines (${hidden})` : `Show all ${total} characters (${hidden})`));
+  }
+  return out;
 }
 
 customElements.define('lb-question', Question);

@@ -1,11 +1,42 @@
 //! `lazyboy approve TASK [--for-task]` and `lazyboy deny TASK [REASON]`: the person's decision
 //! on the call a task waits on. The daemon refuses (409) when the task's question is not an
 //! approval, so neither verb ever picks an option of an ordinary question.
+//! `lazyboy approve --show TASK` decides nothing: it prints the whole call, as the prompt does
+//! but without its limits.
 
 use hyper::Method;
-use lazyboy_protocol::{ApproveCall, DenyCall, Task};
+use lazyboy_protocol::{ApproveCall, DashboardState, DenyCall, Task};
 
+use crate::approval::{self, Extent, Style};
 use crate::connection::Client;
+
+/// Prints everything the call `task` waits on would do (the open questions of `/api/state`).
+pub async fn show(client: &Client, task: &str, json: bool) -> anyhow::Result<i32> {
+    let state: DashboardState = client.get("/api/state").await?;
+    let Some(approval) = state
+        .questions
+        .into_iter()
+        .find(|q| q.task == task)
+        .and_then(|q| q.approval)
+    else {
+        anyhow::bail!("{task} waits on no approval");
+    };
+    if json {
+        println!("{}", serde_json::to_string(&approval)?);
+        return Ok(0);
+    }
+    use std::io::IsTerminal;
+    let style = Style {
+        color: std::io::stdout().is_terminal(),
+    };
+    println!("{}", approval::title(&approval));
+    print!(
+        "{}",
+        approval::details(&approval, task, Extent::Full, style)
+    );
+    println!("(lazyboy approve {task} [--for-task] | lazyboy deny {task} \"why\")");
+    Ok(0)
+}
 
 pub async fn approve(
     client: &Client,

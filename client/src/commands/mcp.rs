@@ -1,4 +1,4 @@
-//! `lazyboy mcp ls|test NAME`.
+//! `lazyboy mcp ls|test NAME` (`serve` is `mcp_serve.rs`).
 
 use hyper::Method;
 use lazyboy_protocol::{McpList, McpServerInfo, McpServerState};
@@ -39,6 +39,10 @@ pub async fn run(client: &Client, command: McpCommand, json: bool) -> anyhow::Re
                 1
             })
         }
+        McpCommand::Serve {
+            agents,
+            print_config,
+        } => crate::commands::mcp_serve::run(client, agents, print_config, json).await,
     }
 }
 

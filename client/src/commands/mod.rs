@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod doctor;
 pub mod events;
 pub mod mcp;
+pub mod mcp_serve;
 pub mod nodes;
 pub mod run;
 pub mod schedule;

@@ -49,24 +49,45 @@ pub fn counts(effect: Effect) -> bool {
     !matches!(effect, Effect::Read | Effect::Control | Effect::Person)
 }
 
-/// Command ids (`cmd-…`) differ on every run of the same command; they are masked so the
-/// same command with the same output counts as the same result.
-fn mask_ids(text: &str) -> String {
+/// Replaces with `*` what follows each `marker` in `text`, when `token` (given the text
+/// after the marker) says how long it is: the parts of a result that differ between runs of
+/// the same command.
+fn mask_after(text: &str, marker: &str, token: impl Fn(&str) -> Option<usize>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find("cmd-") {
-        out.push_str(&rest[..at + 4]);
-        rest = &rest[at + 4..];
-        let id_len = rest
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .unwrap_or(rest.len());
-        if id_len > 0 {
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at + marker.len()]);
+        rest = &rest[at + marker.len()..];
+        if let Some(len) = token(rest) {
             out.push('*');
+            rest = &rest[len..];
         }
-        rest = &rest[id_len..];
     }
     out.push_str(rest);
     out
+}
+
+/// Command ids (`cmd-…`) differ on every run of the same command; they are masked so the
+/// same command with the same output counts as the same result.
+fn mask_ids(text: &str) -> String {
+    mask_after(text, "cmd-", |rest| {
+        let len = rest
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len());
+        (len > 0).then_some(len)
+    })
+}
+
+/// A command's run time (" after 1.2 s") differs between runs of the same command, more so
+/// on a loaded machine; it is masked too, so the same command with the same output is the
+/// same result however long it took.
+fn mask_durations(text: &str) -> String {
+    mask_after(text, " after ", |rest| {
+        let len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        (len > 0 && rest[len..].starts_with(" s")).then_some(len)
+    })
 }
 
 fn hash_of(parts: &[&str]) -> u64 {
@@ -103,7 +124,7 @@ impl LoopGuard {
         if !counts(effect) || progress {
             return Fuse::Continue;
         }
-        let output = &mask_ids(output);
+        let output = &mask_durations(&mask_ids(output));
         let call = hash_of(&[name, arguments, output]);
         if self.last_call == Some(call) {
             self.same_call_run += 1;
@@ -289,6 +310,20 @@ mod tests {
             false,
         );
         assert!(matches!(second, Fuse::Remind(_)));
+    }
+
+    #[test]
+    fn durations_are_masked_but_nothing_else() {
+        assert_eq!(
+            mask_durations("cmd-1 exited with code 0 after 0.1 s\noutput:\nsame"),
+            mask_durations("cmd-1 exited with code 0 after 12.0 s\noutput:\nsame"),
+        );
+        assert_eq!(mask_durations("after 3 days"), "after 3 days");
+        assert_eq!(mask_durations("ran after 2.5 s."), "ran after * s.");
+        assert_ne!(
+            mask_durations("after 0.1 s\noutput:\na"),
+            mask_durations("after 0.1 s\noutput:\nb")
+        );
     }
 
     #[test]

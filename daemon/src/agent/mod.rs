@@ -24,6 +24,7 @@ mod files;
 mod fleet;
 pub mod fuse;
 pub mod history;
+mod jobs;
 mod person;
 pub mod policy;
 pub mod prompt;
@@ -50,6 +51,7 @@ use tracing::Instrument;
 
 use crate::config::Config;
 pub use files::FileError;
+pub use jobs::JobError;
 pub use person::{Delivered, MessageError};
 
 use crate::store::{AgentRow, Store, StoreError, TaskRow};

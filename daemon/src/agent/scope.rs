@@ -118,7 +118,11 @@ impl TaskScope for Scope {
             let child = self
                 .rt
                 .store
-                .create_subagent(&self.task, objective, tools.as_deref())
+                .create_subagent(
+                    &self.task,
+                    &crate::redact::text(objective),
+                    tools.as_deref(),
+                )
                 .await?;
             self.rt.enqueue();
             Ok(child.id)

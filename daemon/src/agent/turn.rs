@@ -408,13 +408,8 @@ impl Turn {
 
     /// Appends to the task as its owner: refused once this node lost the claim, so a loop
     /// that lost it records nothing more (no new call's intent in particular).
-    pub(super) async fn append(&self, mut body: EventBody) -> Result<(), Halt> {
-        // A result never carries a configured key's value to the log or the model.
-        if let EventBody::ToolResult { output, .. } = &mut body
-            && let std::borrow::Cow::Owned(clean) = crate::secrets::redact(output)
-        {
-            *output = clean;
-        }
+    /// The store redacts every body it writes (`crate::redact`).
+    pub(super) async fn append(&self, body: EventBody) -> Result<(), Halt> {
         self.rt.store.append_as_owner(&self.task, &body).await?;
         Ok(())
     }
@@ -428,9 +423,23 @@ impl Turn {
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let store = self.rt.store.clone();
         let task = self.task.clone();
-        // One writer keeps the deltas in order; it drains before the reply is recorded.
+        // One writer keeps the deltas in order; it drains before the reply is recorded. It
+        // holds back the end of the text so far: a key split across two deltas is redacted
+        // whole, never recorded half by half.
         let writer = tokio::spawn(async move {
-            while let Some(text) = rx.recv().await {
+            let mut held = crate::redact::Stream::new();
+            let mut open = true;
+            while open {
+                let text = match rx.recv().await {
+                    Some(piece) => held.push(&piece),
+                    None => {
+                        open = false;
+                        held.finish()
+                    }
+                };
+                if text.is_empty() {
+                    continue;
+                }
                 if let Err(error) = store
                     .append_to_task(&task, &EventBody::AssistantDelta { text })
                     .await

@@ -52,6 +52,7 @@ static SOURCES: &[Source] = &[
     web!("lib/markdown.js", JS),
     web!("lib/notify.js", JS),
     web!("lib/store.js", JS),
+    web!("lib/visible.js", JS),
     web!("components/lb-agent-form.js", JS),
     web!("components/lb-agent-list.js", JS),
     web!("components/lb-agent-view.js", JS),

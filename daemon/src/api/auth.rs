@@ -144,10 +144,12 @@ impl Auth {
     /// The `Set-Cookie` value that signs a browser in.
     fn set_cookie(&self) -> String {
         let secure = if self.tls { "; Secure" } else { "" };
+        let session = self.session();
+        // The cookie is as good as the token: redacted wherever it might be stored or sent.
+        crate::redact::register("session cookie", &session);
         format!(
-            "{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE}{secure}",
+            "{}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE}{secure}",
             self.cookie_name(),
-            self.session()
         )
     }
 }

@@ -99,6 +99,21 @@ impl From<MessageError> for ApiError {
     }
 }
 
+impl From<crate::agent::JobError> for ApiError {
+    fn from(error: crate::agent::JobError) -> ApiError {
+        use crate::agent::JobError;
+        match error {
+            JobError::Store(error) => error.into(),
+            error @ JobError::Workspace(_) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                error.to_string(),
+            ),
+            error => ApiError::bad_request(error.to_string()),
+        }
+    }
+}
+
 impl From<crate::sandbox::BoxError> for ApiError {
     fn from(error: crate::sandbox::BoxError) -> ApiError {
         use crate::sandbox::BoxError;

@@ -2,7 +2,9 @@
 //! browsers). Every request on either carries the home's credential ([`auth`]); the TCP copy
 //! is also wrapped in [`guard`] (Host, Origin, framing); the socket copy also gets the
 //! daemon's own routes (`POST /api/daemon/stop`, `POST /api/daemon/token`), and is served
-//! with the peer's user id ([`peers::Peer`]) as connect info.
+//! with the peer's user id ([`peers::Peer`]) as connect info. Each listener mounts its own
+//! MCP server at `/mcp` ([`crate::mcp_server`]) inside the same layers, so it is
+//! authenticated (and on TCP guarded) exactly like the API.
 
 pub mod assets;
 pub mod auth;
@@ -24,6 +26,7 @@ use axum::routing::{get, post};
 use lazyboy_protocol::{Health, MAX_BODY_BYTES};
 use tokio_util::sync::CancellationToken;
 
+use crate::mcp_server;
 use crate::store::Store;
 use error::ApiError;
 
@@ -124,9 +127,15 @@ fn api(state: AppState) -> Router {
 /// The router for the local socket.
 pub fn socket_router(state: AppState) -> Router {
     let auth = state.auth.clone();
+    let mcp = mcp_server::service(
+        state.runtime.clone(),
+        mcp_server::Listener::Socket,
+        state.shutdown.clone(),
+    );
     let local = Router::new()
         .route("/api/daemon/stop", post(routes::daemon::stop))
         .route("/api/daemon/token", post(routes::daemon::token))
+        .route_service("/mcp", mcp)
         .with_state(state.clone());
     local
         .merge(api(state))
@@ -136,8 +145,14 @@ pub fn socket_router(state: AppState) -> Router {
 /// The router for the TCP listener: the guard first (Host, Origin), then the credential.
 pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
     let auth = state.auth.clone();
+    let mcp = mcp_server::service(
+        state.runtime.clone(),
+        mcp_server::Listener::Tcp,
+        state.shutdown.clone(),
+    );
     let login = Router::new()
         .route("/login", get(auth::login))
+        .route_service("/mcp", mcp)
         .with_state(auth.clone());
     api(state)
         .merge(login)

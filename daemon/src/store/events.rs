@@ -130,7 +130,11 @@ pub(super) struct Target<'a> {
 
 /// An event body as its columns: kind and JSON data.
 pub(super) fn encode(body: &EventBody) -> Result<(&'static str, Box<RawValue>), StoreError> {
-    let data = serde_json::value::to_raw_value(&body.data()).map_err(StoreError::Encode)?;
+    let mut data = body.data();
+    // The one place every event passes before it is stored and broadcast: no known secret
+    // is written to the log, sent on a stream or put in a request built from the log.
+    crate::redact::json(&mut data);
+    let data = serde_json::value::to_raw_value(&data).map_err(StoreError::Encode)?;
     Ok((body.kind(), data))
 }
 

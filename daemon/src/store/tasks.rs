@@ -418,6 +418,8 @@ impl Store {
         verdict: Verdict,
         message: &str,
     ) -> Result<(), StoreError> {
+        // The row keeps the final message as well as the event: redacted the same.
+        let message = &*crate::redact::text(message);
         let body = EventBody::TaskFinished {
             verdict,
             message: message.to_owned(),

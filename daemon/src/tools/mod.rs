@@ -61,6 +61,11 @@ static MORE_SECRET_ENV: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(
 
 /// Adds secret variable names (the `[web_search]` key, MCP servers' tokens).
 pub fn add_secret_env(names: Vec<String>) {
+    for name in &names {
+        if let Ok(value) = std::env::var(name) {
+            crate::redact::register(name, &value);
+        }
+    }
     if let Ok(mut more) = MORE_SECRET_ENV.write() {
         more.extend(names);
     }

@@ -45,17 +45,19 @@ def receive(s):
     return data
 
 def talk(family, address, payloads):
-    """What the peer answers to each payload (b"" when nothing, the error when refused)."""
+    """What the peer answers to each payload (b"" when nothing, the error when refused:
+    the sandbox's seccomp filter refuses even making an AF_UNIX socket)."""
     out = []
     for payload in payloads:
-        s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(2)
+        s = None
         try:
+            s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(2)
             s.connect(address); s.sendall(payload)
             out.append(receive(s))
         except OSError as e:
             out.append(("error: " + str(e)).encode())
         finally:
-            s.close()
+            if s is not None: s.close()
     return out
 
 CDP_PIPE = b'{"id":1,"method":"Browser.getVersion"}\0'

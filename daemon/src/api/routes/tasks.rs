@@ -1,8 +1,6 @@
 //! `/api/agents/{name}/tasks` and `/api/tasks/{id}`: hand an agent a job, look at it, stop it,
 //! follow its events.
 
-use std::path::Path;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -16,53 +14,24 @@ use super::events::{StreamQuery, resume_point, stream_from};
 use crate::agent::AnswerError;
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiJson, ApiPath, ApiQuery};
-use crate::store::{AgentRow, EventFilter};
+use crate::store::EventFilter;
 
 pub async fn create(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(request): ApiJson<CreateTask>,
 ) -> Result<(StatusCode, Json<TaskAccepted>), ApiError> {
-    if request.objective.trim().is_empty() {
-        return Err(ApiError::bad_request("the objective is empty"));
-    }
-    // Checked first so an unknown agent is a 404, not a stray directory.
-    let agent = state.store.agent(&name).await?;
-    let workspace = match request.workspace {
-        Some(dir) => {
-            let path = Path::new(&dir);
-            if !path.is_absolute() || !path.is_dir() {
-                return Err(ApiError::bad_request(format!(
-                    "workspace {dir:?} must be an absolute path to an existing directory"
-                )));
-            }
-            dir
-        }
-        None => agent_workspace(&state, &agent)?,
-    };
-    super::agents::check_confined(agent.boundaries.sandbox(&agent.name), &workspace)?;
     let task = state
-        .store
-        .create_task(&name, request.objective.trim(), &workspace)
+        .runtime
+        .create_task(&name, &request.objective, request.workspace.as_deref())
         .await?;
-    let accepted = TaskAccepted {
-        task: task.id.clone(),
-        thread: task.thread.clone(),
-    };
-    state.runtime.enqueue();
-    Ok((StatusCode::ACCEPTED, Json(accepted)))
-}
-
-/// The agent's workspace (created if needed), as the task records it.
-pub fn agent_workspace(state: &AppState, agent: &AgentRow) -> Result<String, ApiError> {
-    let dir = state.runtime.agent_workspace(agent).map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("cannot create the workspace {e}"),
-        )
-    })?;
-    Ok(dir.display().to_string())
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(TaskAccepted {
+            task: task.id,
+            thread: task.thread,
+        }),
+    ))
 }
 
 #[derive(Debug, serde::Deserialize)]

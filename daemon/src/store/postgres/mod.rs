@@ -23,7 +23,7 @@ mod events;
 mod feed;
 mod memories;
 mod nodes;
-mod projections;
+pub(in crate::store) mod projections;
 mod schedules;
 mod tasks;
 
@@ -130,7 +130,7 @@ impl Postgres {
     pub(in crate::store) async fn explain(
         &self,
         sql: &str,
-        binds: usize,
+        binds: &[crate::store::tests::Bind],
     ) -> Result<String, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET LOCAL enable_seqscan = off")
@@ -138,8 +138,11 @@ impl Postgres {
             .await?;
         let sql = format!("EXPLAIN {sql}");
         let mut query = sqlx::query_scalar::<_, String>(&sql);
-        for value in [1, i64::MAX, 10].into_iter().take(binds) {
-            query = query.bind(value);
+        for value in binds {
+            query = match value {
+                crate::store::tests::Bind::Int(n) => query.bind(*n),
+                crate::store::tests::Bind::Text(t) => query.bind(*t),
+            };
         }
         let lines = query.fetch_all(&mut *tx).await?;
         tx.rollback().await?;

@@ -13,6 +13,31 @@ use crate::store::projections::fold::Row;
 use crate::store::projections::state::{BoardRows, OPEN, RECENT_TASKS};
 use crate::store::tasks::SELECT_TASK;
 
+/// The board's statements, named so the index test explains these very strings.
+pub(in crate::store) const MESSAGES: &str = "SELECT a.id, e.seq, e.at_ms, e.data ->> 'text' FROM agents a \
+             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
+                 WHERE x.agent_id = a.id AND x.kind = 'agent_message') \
+             WHERE a.deleted_at_ms IS NULL";
+
+pub(in crate::store) fn plans_sql() -> String {
+    format!(
+        "SELECT t.id, (e.data -> 'steps')::text FROM tasks t \
+             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
+                 WHERE x.task_id = t.id AND x.kind = 'plan_updated') \
+             WHERE t.state IN {OPEN} AND t.parent_id IS NULL"
+    )
+}
+
+pub(in crate::store) const QUESTIONS: &str = "SELECT t.id, a.name, e.seq, e.at_ms, e.data::text FROM tasks t \
+             JOIN agents a ON a.id = t.agent_id \
+             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
+                 WHERE x.task_id = t.id AND x.kind = 'question') \
+             WHERE t.state = 'waiting_for_human' AND a.deleted_at_ms IS NULL ORDER BY e.seq";
+
+pub(in crate::store) const BOX_LOCKS: &str = "SELECT e.task_id, e.data::text, e.at_ms FROM events e \
+             JOIN tasks t ON t.id = e.task_id \
+             WHERE e.kind = 'box_lock' AND t.owner = $1 ORDER BY e.seq";
+
 impl Postgres {
     /// A read-only transaction on one snapshot.
     async fn snapshot(&self) -> Result<super::Tx<'static>, StoreError> {
@@ -31,31 +56,9 @@ impl Postgres {
         let agents = sqlx::query_as(&format!("{SELECT_LIVE} ORDER BY a.name"))
             .fetch_all(&mut *tx)
             .await?;
-        let messages = sqlx::query_as(
-            "SELECT a.id, e.seq, e.at_ms, e.data ->> 'text' FROM agents a \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.agent_id = a.id AND x.kind = 'agent_message') \
-             WHERE a.deleted_at_ms IS NULL",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        let plans = sqlx::query_as(&format!(
-            "SELECT t.id, (e.data -> 'steps')::text FROM tasks t \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.task_id = t.id AND x.kind = 'plan_updated') \
-             WHERE t.state IN {OPEN} AND t.parent_id IS NULL"
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
-        let questions = sqlx::query_as(
-            "SELECT t.id, a.name, e.seq, e.at_ms, e.data::text FROM tasks t \
-             JOIN agents a ON a.id = t.agent_id \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.task_id = t.id AND x.kind = 'question') \
-             WHERE t.state = 'waiting_for_human' AND a.deleted_at_ms IS NULL ORDER BY e.seq",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
+        let messages = sqlx::query_as(MESSAGES).fetch_all(&mut *tx).await?;
+        let plans = sqlx::query_as(&plans_sql()).fetch_all(&mut *tx).await?;
+        let questions = sqlx::query_as(QUESTIONS).fetch_all(&mut *tx).await?;
         let tasks = sqlx::query_as(&format!(
             "SELECT * FROM (SELECT x.*, ROW_NUMBER() OVER (PARTITION BY x.agent_id \
                  ORDER BY x.created_at_ms DESC, x.id DESC) AS rank \
@@ -93,14 +96,10 @@ impl Postgres {
     ) -> Result<Vec<(String, String, i64)>, StoreError> {
         // Each node has its own box: its lock is rebuilt from the box_lock events of the
         // tasks that last ran on this node, not from other nodes' boxes.
-        Ok(sqlx::query_as(
-            "SELECT e.task_id, e.data::text, e.at_ms FROM events e \
-             JOIN tasks t ON t.id = e.task_id \
-             WHERE e.kind = 'box_lock' AND t.owner = $1 ORDER BY e.seq",
-        )
-        .bind(&self.fleet.node)
-        .fetch_all(&self.pool)
-        .await?)
+        Ok(sqlx::query_as(BOX_LOCKS)
+            .bind(&self.fleet.node)
+            .fetch_all(&self.pool)
+            .await?)
     }
 }
 

@@ -12,7 +12,7 @@ mod conversation;
 mod events;
 mod memories;
 mod nodes;
-mod projections;
+pub(in crate::store) mod projections;
 mod schedules;
 mod tasks;
 
@@ -111,12 +111,15 @@ impl Sqlite {
     pub(in crate::store) async fn explain(
         &self,
         sql: &str,
-        binds: usize,
+        binds: &[crate::store::tests::Bind],
     ) -> Result<String, sqlx::Error> {
         let sql = format!("EXPLAIN QUERY PLAN {sql}");
         let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
-        for value in [1, i64::MAX, 10].into_iter().take(binds) {
-            query = query.bind(value);
+        for value in binds {
+            query = match value {
+                crate::store::tests::Bind::Int(n) => query.bind(*n),
+                crate::store::tests::Bind::Text(t) => query.bind(*t),
+            };
         }
         let rows = query.fetch_all(&self.reader).await?;
         Ok(rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n"))

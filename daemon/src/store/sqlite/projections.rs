@@ -13,6 +13,30 @@ use crate::store::projections::fold::Row;
 use crate::store::projections::state::{BoardRows, OPEN, RECENT_TASKS};
 use crate::store::tasks::SELECT_TASK;
 
+/// The board's statements, named so the index test explains these very strings.
+pub(in crate::store) const MESSAGES: &str = "SELECT a.id, e.seq, e.at_ms, json_extract(e.data, '$.text') FROM agents a \
+             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
+                 WHERE x.agent_id = a.id AND x.kind = 'agent_message') \
+             WHERE a.deleted_at_ms IS NULL";
+
+pub(in crate::store) fn plans_sql() -> String {
+    format!(
+        "SELECT t.id, json_extract(e.data, '$.steps') FROM tasks t \
+             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
+                 WHERE x.task_id = t.id AND x.kind = 'plan_updated') \
+             WHERE t.state IN {OPEN} AND t.parent_id IS NULL"
+    )
+}
+
+pub(in crate::store) const QUESTIONS: &str = "SELECT t.id, a.name, e.seq, e.at_ms, e.data FROM tasks t \
+             JOIN agents a ON a.id = t.agent_id \
+             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
+                 WHERE x.task_id = t.id AND x.kind = 'question') \
+             WHERE t.state = 'waiting_for_human' AND a.deleted_at_ms IS NULL ORDER BY e.seq";
+
+pub(in crate::store) const BOX_LOCKS: &str = "SELECT task_id, data, at_ms FROM events \
+             WHERE kind = 'box_lock' AND task_id IS NOT NULL ORDER BY seq";
+
 impl Sqlite {
     pub(in crate::store) async fn board_rows(&self) -> Result<BoardRows, StoreError> {
         let mut conn = self.reader.acquire().await?;
@@ -23,31 +47,9 @@ impl Sqlite {
         let agents = sqlx::query_as(&format!("{SELECT_LIVE} ORDER BY a.name"))
             .fetch_all(&mut *tx)
             .await?;
-        let messages = sqlx::query_as(
-            "SELECT a.id, e.seq, e.at_ms, json_extract(e.data, '$.text') FROM agents a \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.agent_id = a.id AND x.kind = 'agent_message') \
-             WHERE a.deleted_at_ms IS NULL",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        let plans = sqlx::query_as(&format!(
-            "SELECT t.id, json_extract(e.data, '$.steps') FROM tasks t \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.task_id = t.id AND x.kind = 'plan_updated') \
-             WHERE t.state IN {OPEN} AND t.parent_id IS NULL"
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
-        let questions = sqlx::query_as(
-            "SELECT t.id, a.name, e.seq, e.at_ms, e.data FROM tasks t \
-             JOIN agents a ON a.id = t.agent_id \
-             JOIN events e ON e.seq = (SELECT MAX(x.seq) FROM events x \
-                 WHERE x.task_id = t.id AND x.kind = 'question') \
-             WHERE t.state = 'waiting_for_human' AND a.deleted_at_ms IS NULL ORDER BY e.seq",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
+        let messages = sqlx::query_as(MESSAGES).fetch_all(&mut *tx).await?;
+        let plans = sqlx::query_as(&plans_sql()).fetch_all(&mut *tx).await?;
+        let questions = sqlx::query_as(QUESTIONS).fetch_all(&mut *tx).await?;
         let tasks = sqlx::query_as(&format!(
             "SELECT * FROM (SELECT x.*, ROW_NUMBER() OVER (PARTITION BY x.agent_id \
                  ORDER BY x.created_at_ms DESC, x.id DESC) AS rank \
@@ -85,12 +87,7 @@ impl Sqlite {
         &self,
     ) -> Result<Vec<(String, String, i64)>, StoreError> {
         // One daemon per file: every box_lock event is about this daemon's box.
-        Ok(sqlx::query_as(
-            "SELECT task_id, data, at_ms FROM events \
-             WHERE kind = 'box_lock' AND task_id IS NOT NULL ORDER BY seq",
-        )
-        .fetch_all(&self.reader)
-        .await?)
+        Ok(sqlx::query_as(BOX_LOCKS).fetch_all(&self.reader).await?)
     }
 }
 

@@ -133,11 +133,18 @@ impl Store {
     }
 }
 
+/// A value bound to a placeholder of an explained statement.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::store) enum Bind {
+    Int(i64),
+    Text(&'static str),
+}
+
 impl Store {
-    /// The plan of `sql` as the backend's planner prints it, its first `binds` placeholders
-    /// bound to 1, `i64::MAX` and 10; on PostgreSQL with sequential scans off, so an index
-    /// the query can use shows up even on a near-empty table.
-    pub(super) async fn explain(&self, sql: &str, binds: usize) -> String {
+    /// The plan of `sql` as the backend's planner prints it, its placeholders bound to
+    /// `binds`; on PostgreSQL with sequential scans off, so an index the query can use shows
+    /// up even on a near-empty table.
+    pub(super) async fn explain(&self, sql: &str, binds: &[Bind]) -> String {
         match &*self.backend {
             super::Backend::Sqlite(db) => db.explain(sql, binds).await.unwrap(),
             super::Backend::Postgres(db) => db.explain(sql, binds).await.unwrap(),

@@ -184,29 +184,28 @@ on_both! {
     }
 
     /// Every projection query seeks an index; none scans the events table (on PostgreSQL
-    /// with sequential scans off, so a usable partial index shows up on a small table).
+    /// with sequential scans off, so a usable partial index shows up on a small table). The
+    /// statements explained are the ones the board runs, exported by each backend.
     async fn projection_queries_use_their_indexes(db: Db) {
+        use super::Bind::{Int, Text};
         let store = db.store().await;
-        let mark = if db.is_postgres() { '$' } else { '?' };
-        let page = store.explain(&crate::store::projections::conversation::page_sql(mark), 3).await;
+        let (mark, messages, plans, questions, boxes, box_binds) = if db.is_postgres() {
+            use crate::store::postgres::projections as sql;
+            ('$', sql::MESSAGES, sql::plans_sql(), sql::QUESTIONS, sql::BOX_LOCKS, vec![Text("node-1")])
+        } else {
+            use crate::store::sqlite::projections as sql;
+            ('?', sql::MESSAGES, sql::plans_sql(), sql::QUESTIONS, sql::BOX_LOCKS, vec![])
+        };
+        let page_sql = crate::store::projections::conversation::page_sql(mark);
+        let page = store.explain(&page_sql, &[Int(1), Int(i64::MAX), Int(10)]).await;
         assert!(page.contains("events_conversation"), "{page}");
-        let message = store
-            .explain(&format!(
-                "SELECT MAX(seq) FROM events WHERE agent_id = {mark}1 AND kind = 'agent_message'"
-            ), 1)
-            .await;
+        let message = store.explain(messages, &[]).await;
         assert!(message.contains("events_agent_messages"), "{message}");
-        let question = store
-            .explain("SELECT MAX(seq) FROM events WHERE task_id = 't-1' AND kind = 'question'", 0)
-            .await;
+        let question = store.explain(questions, &[]).await;
         assert!(question.contains("events_task_questions"), "{question}");
-        let plan = store
-            .explain("SELECT MAX(seq) FROM events WHERE task_id = 't-1' AND kind = 'plan_updated'", 0)
-            .await;
+        let plan = store.explain(&plans, &[]).await;
         assert!(plan.contains("events_task_plans"), "{plan}");
-        let boxes = store
-            .explain("SELECT seq FROM events WHERE kind = 'box_lock' ORDER BY seq", 0)
-            .await;
-        assert!(boxes.contains("events_box_lock"), "{boxes}");
+        let lock = store.explain(boxes, &box_binds).await;
+        assert!(lock.contains("events_box_lock"), "{lock}");
     }
 }

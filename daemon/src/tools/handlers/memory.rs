@@ -61,9 +61,11 @@ impl ToolHandler for MemoryWrite {
             if write.text.trim().is_empty() {
                 return Err(respond("nothing to remember: text is empty"));
             }
+            // The memory table is not the log: redacted here, before it is stored.
+            let key = write.key.as_deref().map(crate::redact::text);
             ctx.scope
                 .memory()
-                .write(write.key.as_deref(), write.text.trim())
+                .write(key.as_deref(), &crate::redact::text(write.text.trim()))
                 .await?;
             Ok(Handled::Output(ToolOutput::ok("remembered")))
         })
