@@ -33,12 +33,15 @@ fn ok(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// What `scripts/package` built (`target/package/BUILD`).
+/// What `scripts/package` built (`target/package/<profile>/BUILD`).
 #[derive(Debug, Clone)]
 pub struct Packages {
     pub dir: PathBuf,
     pub version: String,
     pub commit: String,
+    /// The cargo profile the binaries came from: `dist` (the release) or `dev` (what
+    /// scripts/test installs: the same packaging from the debug build, see scripts/package).
+    pub profile: String,
     pub tarball: PathBuf,
     pub debug: PathBuf,
     pub deb: PathBuf,
@@ -46,13 +49,44 @@ pub struct Packages {
 }
 
 impl Packages {
-    /// The packages of this checkout's commit. Missing, or built from another commit: the
-    /// test fails saying how to build them (scripts/test does, before the tests).
+    /// The packages of this checkout's commit, of either profile (dist when both are there:
+    /// what ships). Missing, or built from another commit: the test fails saying how to
+    /// build them (scripts/test does, before the tests).
     pub fn built() -> Packages {
-        let dir = repo().join("target/package");
+        let head =
+            ok(Command::new("git")
+                .arg("-C")
+                .arg(repo())
+                .args(["rev-parse", "--short=12", "HEAD"]));
+        let head = head.trim();
+        let found: Vec<Packages> = ["dist", "dev"]
+            .into_iter()
+            .filter(|p| repo().join("target/package").join(p).join("BUILD").is_file())
+            .map(Packages::read)
+            .collect();
+        let described: Vec<String> = found
+            .iter()
+            .map(|p| format!("{} at {}", p.profile, p.commit))
+            .collect();
+        found
+            .into_iter()
+            .find(|p| p.commit == head)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no packages of commit {head} in target/package/ (found: {described:?}): \
+                     run scripts/package --profile dev (scripts/test does) or scripts/package"
+                )
+            })
+    }
+
+    /// The packages `target/package/<profile>/` holds, of whatever commit: the release
+    /// bench measures a dist build, which a later commit would only relink (fat LTO: many
+    /// minutes), and names the commit it measured.
+    pub fn read(profile: &str) -> Packages {
+        let dir = repo().join("target/package").join(profile);
         let info = std::fs::read_to_string(dir.join("BUILD")).unwrap_or_else(|_| {
             panic!(
-                "{} has no packages: run scripts/package first (scripts/test does)",
+                "{} has no packages: run scripts/package --profile {profile} first",
                 dir.display()
             )
         });
@@ -62,20 +96,10 @@ impl Packages {
                 .unwrap_or_else(|| panic!("no {name} in {}/BUILD", dir.display()))
                 .to_owned()
         };
-        let head =
-            ok(Command::new("git")
-                .arg("-C")
-                .arg(repo())
-                .args(["rev-parse", "--short=12", "HEAD"]));
         let commit = field("commit");
-        assert_eq!(
-            commit,
-            head.trim(),
-            "the packages in {} are from another commit: run scripts/package again",
-            dir.display()
-        );
         Packages {
             version: field("version"),
+            profile: field("profile"),
             tarball: dir.join(field("tarball")),
             debug: dir.join(field("debug")),
             deb: dir.join(field("deb")),

@@ -29,7 +29,11 @@ async fn run() {
     migrations::million(&mut rows).await;
     restart::eight_tasks(&mut rows).await;
     print(&rows);
-    let packages = Packages::built();
+    let packages = Packages::read("dist");
+    println!(
+        "| the packages measured below: commit {}, profile {} | — | — |",
+        packages.commit, packages.profile
+    );
     let mut rows = Vec::new();
     sizes(&packages, &mut rows);
     install(&packages, &mut rows);
@@ -53,7 +57,8 @@ fn mib(path: &Path) -> f64 {
 /// (`target/dist/`), and the packages.
 fn sizes(packages: &Packages, rows: &mut Vec<Row>) {
     let stage = packages.dir.join("stage/lazyboy/bin");
-    let dist = packages.dir.parent().unwrap().join("dist");
+    // target/package/dist/ → target/dist/, where cargo put them.
+    let dist = packages.dir.parent().unwrap().parent().unwrap().join("dist");
     for (bin, target) in [
         ("lazyboyd", "≤ 25 MB"),
         ("lazyboy", "≤ 8 MB"),
