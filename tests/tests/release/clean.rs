@@ -144,7 +144,15 @@ fn the_debian_package_installs_runs_and_removes_cleanly() {
     for unit in ["lazyboyd.service", "pkg/lazyboyd.service"] {
         let unit = dir.path().join(unit);
         let text = std::fs::read_to_string(&unit).unwrap();
-        assert!(text.contains("ExecStart=/usr/bin/lazyboyd"), "{text}");
+        // `service install` quotes the path, the package's unit does not.
+        let exec = text
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .unwrap_or_else(|| panic!("no ExecStart:\n{text}"));
+        assert!(
+            exec.trim_start_matches('"').starts_with("/usr/bin/lazyboyd"),
+            "{text}"
+        );
         verify_unit(
             &verifier,
             &unit,
