@@ -61,7 +61,13 @@ impl Packages {
         let head = head.trim();
         let found: Vec<Packages> = ["dist", "dev"]
             .into_iter()
-            .filter(|p| repo().join("target/package").join(p).join("BUILD").is_file())
+            .filter(|p| {
+                repo()
+                    .join("target/package")
+                    .join(p)
+                    .join("BUILD")
+                    .is_file()
+            })
             .map(Packages::read)
             .collect();
         let described: Vec<String> = found

@@ -58,7 +58,13 @@ fn mib(path: &Path) -> f64 {
 fn sizes(packages: &Packages, rows: &mut Vec<Row>) {
     let stage = packages.dir.join("stage/lazyboy/bin");
     // target/package/dist/ → target/dist/, where cargo put them.
-    let dist = packages.dir.parent().unwrap().parent().unwrap().join("dist");
+    let dist = packages
+        .dir
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("dist");
     for (bin, target) in [
         ("lazyboyd", "≤ 25 MB"),
         ("lazyboy", "≤ 8 MB"),

@@ -150,7 +150,8 @@ fn the_debian_package_installs_runs_and_removes_cleanly() {
             .find_map(|l| l.strip_prefix("ExecStart="))
             .unwrap_or_else(|| panic!("no ExecStart:\n{text}"));
         assert!(
-            exec.trim_start_matches('"').starts_with("/usr/bin/lazyboyd"),
+            exec.trim_start_matches('"')
+                .starts_with("/usr/bin/lazyboyd"),
             "{text}"
         );
         verify_unit(
