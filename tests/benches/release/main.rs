@@ -3,8 +3,9 @@
 //! `lazyboy daemon restart` with 8 tasks in the middle of a tool call.
 //!
 //! `scripts/package && cargo bench -p lazyboy-tests --bench release` — prints a markdown
-//! table for `docs/benchmarks.md`. Needs Docker (the clean container) and the packages of
-//! this commit. `BENCH_QUICK=1`: fewer repetitions.
+//! table for `docs/benchmarks.md`. Needs Docker (the clean container) and the dist packages
+//! (`target/package/dist/`, of whatever commit: the table names it). `BENCH_QUICK=1`: fewer
+//! repetitions; `BENCH_PART=daemon|packages`: one half.
 
 use std::path::Path;
 use std::process::Command;
@@ -23,21 +24,28 @@ fn main() {
 }
 
 async fn run() {
+    // `BENCH_PART=daemon` or `packages`: one half only (the packages' half needs a dist
+    // build, the daemon's half none).
+    let part = std::env::var("BENCH_PART").unwrap_or_default();
     println!("| measure | result | target |\n|---|---|---|");
-    // The daemon's own measures first: they need no packages.
-    let mut rows = Vec::new();
-    migrations::million(&mut rows).await;
-    restart::eight_tasks(&mut rows).await;
-    print(&rows);
-    let packages = Packages::read("dist");
-    println!(
-        "| the packages measured below: commit {}, profile {} | — | — |",
-        packages.commit, packages.profile
-    );
-    let mut rows = Vec::new();
-    sizes(&packages, &mut rows);
-    install(&packages, &mut rows);
-    print(&rows);
+    if part != "packages" {
+        // The daemon's own measures first: they need no packages.
+        let mut rows = Vec::new();
+        migrations::million(&mut rows).await;
+        restart::eight_tasks(&mut rows).await;
+        print(&rows);
+    }
+    if part != "daemon" {
+        let packages = Packages::read("dist");
+        println!(
+            "| the packages measured below: commit {}, profile {} | — | — |",
+            packages.commit, packages.profile
+        );
+        let mut rows = Vec::new();
+        sizes(&packages, &mut rows);
+        install(&packages, &mut rows);
+        print(&rows);
+    }
 }
 
 fn print(rows: &[Row]) {
