@@ -167,6 +167,22 @@ pub enum DaemonCommand {
         #[command(flatten)]
         reach: ReachArgs,
     },
+    /// Restart the daemon (after an upgrade: the new lazyboyd takes over). Running tool
+    /// calls finish and record their results first; nothing new starts meanwhile; then the
+    /// new daemon resumes every task from there, re-running nothing. Under the service
+    /// manager the manager starts it again; otherwise with the flags given, or the old
+    /// daemon's own.
+    Restart {
+        /// Its node name among daemons sharing a PostgreSQL database.
+        #[arg(long)]
+        node: Option<String>,
+        #[command(flatten)]
+        reach: ReachArgs,
+        /// How long running tool calls may take to finish, in seconds; past it they are cut
+        /// off (their tasks are told the outcome is unknown).
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        wait: u64,
+    },
     /// Stop the daemon gracefully.
     Stop,
     /// Print pid, version, home and dashboard URL.

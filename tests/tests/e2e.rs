@@ -46,6 +46,8 @@ mod providers;
 #[path = "redaction/main.rs"]
 mod redaction;
 mod registry;
+#[path = "release/main.rs"]
+mod release;
 mod sandbox_gaps;
 mod schedules;
 mod secrets;
