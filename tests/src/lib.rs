@@ -14,10 +14,12 @@ pub mod attacks;
 pub mod bench;
 pub mod boxes;
 pub mod browser;
+pub mod devtools;
 pub mod fleet;
 pub mod history;
 pub mod mcp_servers;
 pub mod mock_model;
+pub mod notify;
 pub mod sse;
 pub mod tasks;
 
