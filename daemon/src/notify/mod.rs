@@ -23,6 +23,7 @@ pub mod endpoint;
 pub mod outbox;
 pub mod payload;
 mod report;
+mod resolved;
 mod runner;
 pub mod vapid;
 mod web_push;

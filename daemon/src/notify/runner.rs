@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use lazyboy_protocol::{Event, EventBody, NotifyKind, TaskState};
+use lazyboy_protocol::{Event, EventBody, NotifyKind};
 use tokio::time::sleep_until;
 
 use super::outbox::{self, Attempt, Ledger, Owed};
@@ -49,17 +49,19 @@ impl Notifier {
         counts
     }
 
+    /// Adds a delivery; one already known (an attempt still in flight when the follower
+    /// restarted) is left as it is, so it is not attempted twice at once.
     fn owe(&self, owed: Owed, wait: Duration, source: Option<Arc<Event>>) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.pending.insert(
-            (owed.id.clone(), owed.channel.clone()),
-            Pending {
+        state
+            .pending
+            .entry((owed.id.clone(), owed.channel.clone()))
+            .or_insert(Pending {
                 owed,
                 next_at: Instant::now() + wait,
                 in_flight: false,
                 source,
-            },
-        );
+            });
     }
 
     /// `pending_from` for the cursor: nothing owed was recorded before it.
@@ -99,12 +101,14 @@ pub(super) async fn run(notifier: Arc<Notifier>) {
             Ok(()) => return,
             Err(error) => {
                 tracing::warn!(%error, "notifier stopped; resuming from its cursor");
+                // The log is read again from the cursor; an attempt still in flight keeps
+                // its entry, and its outcome settles it.
                 notifier
                     .state
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .pending
-                    .clear();
+                    .retain(|_, p| p.in_flight);
             }
         }
     }
@@ -383,7 +387,7 @@ async fn try_attempt(notifier: &Notifier, p: &mut Pending) -> Result<Option<Dura
         channel: owed.channel.clone(),
         reason: reason.to_owned(),
     };
-    if owed.kind.blocks() && resolved(notifier, &source).await? {
+    if owed.kind.blocks() && super::resolved::resolved(&notifier.store, &source).await? {
         record(notifier, &source, &skip("answered before it was sent")).await?;
         return Ok(None);
     }
@@ -468,23 +472,4 @@ async fn try_attempt(notifier: &Notifier, p: &mut Pending) -> Result<Option<Dura
             Ok(None)
         }
     }
-}
-
-/// Whether the question `source` asked is no longer open: its task stopped waiting, or the
-/// call got its answer (or decision).
-async fn resolved(notifier: &Notifier, source: &Event) -> Result<bool, StoreError> {
-    let (Some(task), Some(EventBody::Question { call_id, .. })) = (&source.task, source.body())
-    else {
-        return Ok(false);
-    };
-    let row = notifier.store.task(task).await?;
-    if row.state() != TaskState::WaitingForHuman {
-        return Ok(true);
-    }
-    let later = notifier.store.task_history_after(task, source.seq).await?;
-    Ok(later.iter().any(|(_, body)| match body {
-        EventBody::ToolResult { call_id: c, .. }
-        | EventBody::ApprovalDecided { call_id: c, .. } => *c == call_id,
-        _ => false,
-    }))
 }
