@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use lazyboy_protocol::{Event, Task, TaskState};
 use lazyboy_tests::mock_model::MockModel;
+use lazyboy_tests::notify::{PushService, PushSub, Received, Receiver};
 use lazyboy_tests::{TestDaemon, all_events, model_config, wait_for};
 
 /// The mock model's provider, plus `notify` (TOML appended after the model's sections).
@@ -40,6 +41,53 @@ pub async fn wait_outbox(daemon: &TestDaemon, kind: &str, n: usize) -> Vec<Event
             (events.iter().filter(|e| e.kind == kind).count() >= n).then_some(events)
         },
     )
+    .await
+}
+
+/// Waits up to 30 s for `probe`; a delivery that does not come fails with the daemon's
+/// outbox, which says whether it was owed, tried, failed or skipped (and why).
+async fn delivered<T, F, Fut>(daemon: &TestDaemon, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        if std::time::Instant::now() >= give_up {
+            panic!(
+                "timed out after 30 s waiting for {what}; the outbox: {:#?}",
+                outbox(daemon).await
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `receiver` got `n` requests (and returns them all).
+pub async fn received(daemon: &TestDaemon, receiver: &Receiver, n: usize) -> Vec<Received> {
+    let what = format!("{n} requests at the receiver");
+    delivered(daemon, &what, || async {
+        let got = receiver.received();
+        (got.len() >= n).then_some(got)
+    })
+    .await
+}
+
+/// Waits until the push service decrypted `n` messages for `sub` (and returns them all).
+pub async fn pushed(
+    daemon: &TestDaemon,
+    push: &PushService,
+    sub: &PushSub,
+    n: usize,
+) -> Vec<serde_json::Value> {
+    let what = format!("{n} pushes at the push service");
+    delivered(daemon, &what, || async {
+        let got = push.messages(sub).await;
+        (got.len() >= n).then_some(got)
+    })
     .await
 }
 

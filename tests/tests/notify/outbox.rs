@@ -12,7 +12,7 @@ use lazyboy_tests::notify::{Answer, Receiver, free_port};
 use lazyboy_tests::{TestDaemon, add_agent, create_task, wait_task_finished};
 use serde_json::json;
 
-use super::{answer_text, config, outbox, wait_outbox, wait_waiting};
+use super::{answer_text, config, outbox, received, wait_outbox, wait_waiting};
 
 const SECRET: &str = "webhook-secret-for-tests";
 
@@ -71,7 +71,7 @@ async fn a_webhook_failing_three_times_is_retried_then_delivered_once_signed() {
     add_agent(&daemon, "a").await;
     ask(&mock, "q1", "Deploy to production?");
     let task = create_task(&daemon, "a", "ask", None).await;
-    let got = hook.wait_for(4, Duration::from_secs(30)).await;
+    let got = received(&daemon, &hook, 4).await;
     wait_outbox(&daemon, "notification_sent", 1).await;
     let ids: Vec<&str> = got
         .iter()
@@ -164,7 +164,7 @@ async fn a_push_service_answering_500_three_times_then_201_gets_it_once() {
     add_agent(&daemon, "a").await;
     ask(&mock, "q1", "Ready?");
     create_task(&daemon, "a", "ask", None).await;
-    let got = service.wait_for(4, Duration::from_secs(30)).await;
+    let got = received(&daemon, &service, 4).await;
     wait_outbox(&daemon, "notification_sent", 1).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(
@@ -216,7 +216,7 @@ async fn killed_before_the_send_it_is_sent_once_after_the_restart() {
     daemon.kill9();
     let hook = Receiver::start_on(&format!("127.0.0.1:{port}")).await;
     daemon.restart().await;
-    let got = hook.wait_for(1, Duration::from_secs(30)).await;
+    let got = received(&daemon, &hook, 1).await;
     assert!(
         got[0].json()["body"]
             .as_str()
@@ -228,7 +228,7 @@ async fn killed_before_the_send_it_is_sent_once_after_the_restart() {
     // sent again in between.
     ask(&mock, "q2", "After the crash?");
     create_task(&daemon, "a", "ask again", None).await;
-    let got = hook.wait_for(2, Duration::from_secs(30)).await;
+    let got = received(&daemon, &hook, 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let bodies: Vec<String> = hook
         .received()
@@ -265,7 +265,7 @@ async fn killed_after_the_send_it_is_not_sent_again() {
     daemon.restart().await;
     ask(&mock, "q2", "After the restart?");
     create_task(&daemon, "a", "ask again", None).await;
-    hook.wait_for(2, Duration::from_secs(30)).await;
+    received(&daemon, &hook, 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let bodies: Vec<String> = hook
         .received()
@@ -291,11 +291,11 @@ async fn killed_during_an_attempt_it_is_sent_again_with_the_same_delivery_id() {
     add_agent(&daemon, "a").await;
     ask(&mock, "q1", "Did it arrive?");
     create_task(&daemon, "a", "ask", None).await;
-    hook.wait_for(1, Duration::from_secs(30)).await;
+    received(&daemon, &hook, 1).await;
     // The receiver holds the request: whether it took it is unknown to the daemon.
     daemon.kill9();
     daemon.restart().await;
-    let got = hook.wait_for(2, Duration::from_secs(30)).await;
+    let got = received(&daemon, &hook, 2).await;
     wait_outbox(&daemon, "notification_sent", 1).await;
     assert_eq!(
         got[0].header("x-lazyboy-delivery"),
@@ -333,7 +333,7 @@ async fn a_question_answered_before_its_notification_went_out_is_not_sent() {
             .contains("answered")
     );
     // The task's end is its own notification; the question never went out.
-    let got = hook.wait_for(1, Duration::from_secs(30)).await;
+    let got = received(&daemon, &hook, 1).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     let kinds: Vec<String> = hook
         .received()
@@ -365,7 +365,7 @@ async fn a_hung_receiver_costs_the_task_nothing() {
     }
     mock.push(Reply::text("finished"));
     let task = create_task(&daemon, "a", "work", None).await;
-    hook.wait_for(1, Duration::from_secs(30)).await;
+    received(&daemon, &hook, 1).await;
     wait_waiting(&daemon, &task).await;
     let started = Instant::now();
     answer_text(&daemon, &task, "yes").await;

@@ -7,7 +7,7 @@ use lazyboy_tests::notify::{PushService, PushSub};
 use lazyboy_tests::{TestDaemon, add_agent, create_task, wait_for, wait_task_finished};
 use serde_json::json;
 
-use super::{answer, config, outbox, wait_outbox, wait_waiting};
+use super::{answer, config, outbox, pushed, wait_outbox, wait_waiting};
 
 async fn subscribe(daemon: &TestDaemon, push: &PushService) -> (PushSub, PushSubscription) {
     let key: VapidKey = daemon
@@ -62,7 +62,7 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
     ));
     mock.push(Reply::text("Going with SQLite."));
     let task = create_task(&daemon, "researcher", "pick a database", None).await;
-    let got = push.wait_messages(&sub, 1).await;
+    let got = pushed(&daemon, &push, &sub, 1).await;
     let question = &got[0];
     assert_eq!(question["kind"], "question", "{question}");
     assert_eq!(question["agent"], "researcher");
@@ -84,7 +84,7 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
     wait_waiting(&daemon, &task).await;
     answer(&daemon, &task, 1).await;
     wait_task_finished(&daemon, &task).await;
-    let got = push.wait_messages(&sub, 2).await;
+    let got = pushed(&daemon, &push, &sub, 2).await;
     assert_eq!(got[1]["kind"], "ended", "{}", got[1]);
     assert!(
         got[1]["title"]
@@ -115,7 +115,7 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
     ));
     mock.push(Reply::text("Deployed."));
     let careful = create_task(&daemon, "careful", "deploy", None).await;
-    let got = push.wait_messages(&sub, 3).await;
+    let got = pushed(&daemon, &push, &sub, 3).await;
     let approval = &got[2];
     assert_eq!(approval["kind"], "approval", "{approval}");
     assert_eq!(approval["agent"], "careful");
@@ -140,7 +140,7 @@ async fn a_question_an_approval_and_an_end_reach_a_real_push_service_decrypted()
         .unwrap();
     assert!(response.status().is_success());
     wait_task_finished(&daemon, &careful).await;
-    let got = push.wait_messages(&sub, 4).await;
+    let got = pushed(&daemon, &push, &sub, 4).await;
     assert_eq!(got[3]["kind"], "ended");
 
     // Each was sent once, on the first attempt.
