@@ -157,6 +157,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             daemon_proc::ensure_running(&client).await?;
             commands::mcp::run(&client, command, cli.json).await
         }
+        Command::Notify(command) => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::notify::run(&client, command, cli.json).await
+        }
         Command::Doctor => commands::doctor::run(&client, cli.json).await,
         Command::Web { print } => commands::web::run(&client, print, cli.json).await,
         Command::Box(command) => commands::boxes::run(&client, command, cli.json).await,

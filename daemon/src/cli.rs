@@ -83,6 +83,8 @@ fn start(args: Args) -> anyhow::Result<()> {
         .providers
         .values()
         .filter_map(|p| p.api_key_env.clone())
+        // The notification channels' tokens, secrets and passwords leave the environment too.
+        .chain(config.file.notify.secret_env())
         .collect();
     // First of all, before a thread, a lock or a session of our own: the secrets leave the
     // environment (this re-executes the program unless there are none).

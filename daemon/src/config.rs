@@ -84,6 +84,9 @@ pub struct ConfigFile {
     pub web_search: crate::web::search::WebSearchSection,
     #[serde(default)]
     pub mcp: crate::mcp::McpSection,
+    /// `[notify]`: Web Push, ntfy, webhook and email (see `notify/config.rs`).
+    #[serde(default)]
+    pub notify: crate::notify::NotifySection,
     /// `[mcp_server]`: what MCP clients of `/mcp` on TCP may reach.
     #[serde(default)]
     pub mcp_server: McpServerSection,
@@ -342,6 +345,7 @@ impl ConfigFile {
     pub fn check(&self) -> Result<(), String> {
         crate::web::FetchSettings::from_section(&self.web)?;
         crate::web::search::Search::from_section(&self.web_search)?;
+        self.notify.check()?;
         self.mcp.check()
     }
 
@@ -352,7 +356,11 @@ impl ConfigFile {
             .ok()
             .flatten()
             .and_then(|s| s.key_env().map(str::to_owned));
-        search.into_iter().chain(self.mcp.secret_env()).collect()
+        search
+            .into_iter()
+            .chain(self.mcp.secret_env())
+            .chain(self.notify.secret_env())
+            .collect()
     }
 }
 

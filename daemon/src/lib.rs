@@ -16,6 +16,7 @@ pub mod heartbeat;
 pub mod home;
 pub mod mcp;
 pub mod mcp_server;
+pub mod notify;
 pub mod providers;
 pub mod redact;
 pub mod sandbox;
@@ -86,6 +87,21 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     );
     runtime.sandbox.set_url(&format!("http://{tcp_addr}/"));
     let tls = daemon.tls.is_some();
+    // Links in notifications: the LAN address when the dashboard is served there (a phone
+    // opens them), else this machine's; `[notify] public_url` wins over both.
+    let lan_urls = api::lan::urls(tcp_addr, tls);
+    let link_base = match lan_urls.first() {
+        Some(lan) if daemon.guard.beyond_loopback => lan.clone(),
+        _ => dashboard_url(tcp_addr, tls),
+    };
+    let notify = notify::Notifier::start(
+        daemon.store.clone(),
+        &runtime.config.file.notify,
+        &daemon.home,
+        &link_base,
+        runtime.web.resolver.clone(),
+        shutdown.clone(),
+    )?;
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),
@@ -93,6 +109,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         )),
         auth: Arc::new(api::auth::Auth::new(daemon.token.clone(), tls)),
         runtime: runtime.clone(),
+        notify: notify.clone(),
         store: daemon.store.clone(),
         shutdown: shutdown.clone(),
         health: Arc::new(Health {
@@ -104,7 +121,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
             home: daemon.home.display().to_string(),
             url: dashboard_url(tcp_addr, tls),
             node: daemon.store.fleet().node.clone(),
-            lan_urls: api::lan::urls(tcp_addr, tls),
+            lan_urls,
             sandbox: match confine::status() {
                 Ok(what) => what.clone(),
                 Err(why) => format!("unavailable: {why}"),
@@ -164,6 +181,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     };
     tracing::info!("listeners closed; pausing tasks");
     runtime.shutdown().await;
+    notify.stopped().await;
     if let Err(error) = daemon.store.node_stopped(&runtime.instance).await {
         tracing::warn!(%error, "cannot mark the node stopped");
     }

@@ -19,6 +19,8 @@ mod events;
 pub use events::*;
 mod tasks;
 pub use tasks::*;
+mod notify;
+pub use notify::*;
 mod boundaries;
 /// The team as MCP tools (`/mcp`, `lazyboy mcp serve`).
 pub mod mcp_server;

@@ -41,6 +41,8 @@ mod lifecycle;
 mod mcp;
 #[path = "mcp_server/main.rs"]
 mod mcp_server;
+#[path = "notify/main.rs"]
+mod notify;
 #[path = "providers/main.rs"]
 mod providers;
 #[path = "redaction/main.rs"]

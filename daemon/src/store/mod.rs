@@ -24,6 +24,7 @@ pub mod conversation;
 mod events;
 mod memories;
 mod nodes;
+mod notify;
 mod postgres;
 mod projections;
 mod schedules;
@@ -37,6 +38,7 @@ pub use boundaries::{Boundaries, BoundaryChange};
 pub use claims::{Renewal, TaskGuard};
 pub use events::{EventFilter, LiveEvent, Topic};
 pub use nodes::{NodeHolder, NodeRow};
+pub use notify::{NotifyCursor, OutboxEvent, SubscriptionRow};
 pub use schedules::{FireOutcome, Firing, ScheduleRow};
 pub use tasks::{DEFAULT_LEASE_TTL_MS, TaskRow};
 

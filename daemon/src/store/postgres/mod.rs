@@ -23,6 +23,7 @@ mod events;
 mod feed;
 mod memories;
 mod nodes;
+mod notify;
 pub(in crate::store) mod projections;
 mod schedules;
 mod tasks;

@@ -12,6 +12,7 @@ mod conversation;
 mod events;
 mod memories;
 mod nodes;
+mod notify;
 pub(in crate::store) mod projections;
 mod schedules;
 mod tasks;
