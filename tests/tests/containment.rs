@@ -217,7 +217,14 @@ async fn a_command_is_born_in_its_cgroup_and_ends_as_it_ended() {
     add(&daemon, json!({"name": "trusted", "sandbox": "off"})).await;
     for agent in ["boxed", "trusted"] {
         let ws = tempfile::tempdir().unwrap();
-        let out = run_command(&daemon, &mock, agent, ws.path(), &format!("{WHERE}; exit 7")).await;
+        let out = run_command(
+            &daemon,
+            &mock,
+            agent,
+            ws.path(),
+            &format!("{WHERE}; exit 7"),
+        )
+        .await;
         let field = |name: &str| {
             out.lines()
                 .find_map(|l| l.strip_prefix(&format!("{name}=")))

@@ -98,7 +98,9 @@ pub fn fork_into(dir: &Path) -> io::Result<Side> {
 pub fn tie_to_parent(parent: Pid) -> io::Result<()> {
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
     if nix::unistd::getppid() != parent {
-        return Err(io::Error::other("the sandbox helper ended before its command"));
+        return Err(io::Error::other(
+            "the sandbox helper ended before its command",
+        ));
     }
     Ok(())
 }
@@ -106,7 +108,11 @@ pub fn tie_to_parent(parent: Pid) -> io::Result<()> {
 /// The helper's side: lets go of the command's stdio (so the pipes close with the command),
 /// waits for the child and ends the same way: its exit code, or killed by the same signal.
 pub fn relay(child: Pid) -> std::process::ExitCode {
-    if let Ok(null) = std::fs::File::options().read(true).write(true).open("/dev/null") {
+    if let Ok(null) = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
         let _ = nix::unistd::dup2_stdin(&null);
         let _ = nix::unistd::dup2_stdout(&null);
         let _ = nix::unistd::dup2_stderr(&null);
