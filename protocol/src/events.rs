@@ -220,6 +220,21 @@ pub enum EventBody {
         due_at_ms: i64,
         reason: String,
     },
+    /// A retention pass replaced the bodies of `results` of this task's tool results with
+    /// their stubs (each marked `removed`), freeing `bytes_freed` bytes of the log.
+    RetentionPass {
+        results: u64,
+        bytes_freed: u64,
+        days: u32,
+    },
+    /// The daemon made a backup on its `[backup]` schedule (in the default agent's chat
+    /// thread) and pruned `pruned` older ones.
+    BackupMade {
+        path: String,
+        bytes: u64,
+        events: i64,
+        pruned: u64,
+    },
 }
 
 /// One call as recorded in an [`EventBody::AssistantReply`].
@@ -334,6 +349,8 @@ impl EventBody {
             EventBody::BoxState { .. } => "box_state",
             EventBody::BoxLock { .. } => "box_lock",
             EventBody::ToolImage { .. } => "tool_image",
+            EventBody::RetentionPass { .. } => "retention_pass",
+            EventBody::BackupMade { .. } => "backup_made",
         }
     }
 

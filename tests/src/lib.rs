@@ -15,6 +15,7 @@ pub mod bench;
 pub mod boxes;
 pub mod browser;
 pub mod fleet;
+pub mod growth;
 pub mod history;
 pub mod mcp_servers;
 pub mod mock_model;

@@ -380,6 +380,9 @@ impl History {
             | EventBody::ScheduleSkipped { .. }
             | EventBody::ModelUsage { .. }
             | EventBody::Deliverables { .. }
+            // Bookkeeping of the log itself (a stubbed result reads as its stub).
+            | EventBody::RetentionPass { .. }
+            | EventBody::BackupMade { .. }
             | EventBody::ConversationCleared {} => {}
         }
     }

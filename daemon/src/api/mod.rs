@@ -42,6 +42,8 @@ pub struct AppState {
     pub tokens: Arc<token::Tokens>,
     /// The credential checks and login codes of both listeners.
     pub auth: Arc<auth::Auth>,
+    /// Backups, retention and exports.
+    pub keep: Arc<crate::keep::Keep>,
 }
 
 /// The routes shared by both listeners.
@@ -82,6 +84,9 @@ fn api(state: AppState) -> Router {
             post(routes::tasks::continue_task),
         )
         .route("/api/tasks/{id}/events", get(routes::tasks::events))
+        .route("/api/tasks/{id}/export", get(routes::keep::export))
+        .route("/api/backup", post(routes::keep::backup))
+        .route("/api/retention/run", post(routes::keep::retention))
         .route("/api/tasks/{id}/files", get(routes::files::list))
         .route(
             "/api/tasks/{id}/files/{*path}",

@@ -10,6 +10,7 @@ mod agents;
 mod claims;
 mod conversation;
 mod events;
+pub(in crate::store) mod keep;
 mod memories;
 mod nodes;
 pub(in crate::store) mod projections;
@@ -22,7 +23,7 @@ use std::time::Duration;
 
 use sqlx::ConnectOptions;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
 use tokio::sync::Mutex;
@@ -60,7 +61,13 @@ impl Sqlite {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(5))
             .log_statements(tracing::log::LevelFilter::Trace);
-        let mut writer = options.clone().connect().await?;
+        // A new file frees retention's pages incrementally (an older one is converted by
+        // its first pass, see `keep.rs`); the setting means nothing to the readers.
+        let mut writer = options
+            .clone()
+            .auto_vacuum(SqliteAutoVacuum::Incremental)
+            .connect()
+            .await?;
         refuse_newer_schema(&mut writer, path).await?;
         MIGRATOR.run_direct(&mut writer).await?;
         let reader = SqlitePoolOptions::new()
