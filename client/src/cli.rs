@@ -51,9 +51,7 @@ pub enum Command {
     },
     /// Put a backup back, with the daemon stopped (refused while one runs on the home): the
     /// archive is checked whole first; the replaced files are kept as *.before-restore-*.
-    Restore {
-        file: PathBuf,
-    },
+    Restore { file: PathBuf },
     /// A task as a record: objective, plan, messages, tool calls with results, verdict,
     /// deliverables, usage.
     Export {

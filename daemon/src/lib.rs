@@ -70,6 +70,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         backup: daemon.config.file.backup.clone(),
         retention: daemon.config.file.retention.clone(),
         database_url: daemon.config.database_url(),
+        passes: tokio::sync::Mutex::new(()),
     });
     // A backup cut short by a crash left only temporary names: gone before the next one.
     keep::backup::clean_leftovers(&daemon.home);

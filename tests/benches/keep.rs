@@ -15,7 +15,9 @@ use lazyboy_protocol::{BackupMade, RetentionReport, Task, paths};
 use lazyboy_tests::bench::{self, median, quick};
 use lazyboy_tests::growth::{self, Growth};
 use lazyboy_tests::mock_model::{MockModel, Reply};
-use lazyboy_tests::{TestDaemon, create_task, model_config, post_message, sse, temp_home, wait_for};
+use lazyboy_tests::{
+    TestDaemon, create_task, model_config, post_message, sse, temp_home, wait_for,
+};
 use serde_json::json;
 
 fn main() {
@@ -46,15 +48,25 @@ async fn backup(daemon: &TestDaemon, path: &std::path::Path) -> BackupMade {
         .send()
         .await
         .unwrap();
-    assert!(response.status().is_success(), "{}", response.text().await.unwrap());
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap()
+    );
     response.json().await.unwrap()
 }
 
 /// Append → SSE receipt of `n` notes, one at a time (each waits for the last to arrive).
 async fn append_latency(daemon: &TestDaemon, n: usize) -> (Duration, Duration) {
-    let start_seq = post_message(&daemon.http, &daemon.url(""), "bench", "start").await.unwrap();
+    let start_seq = post_message(&daemon.http, &daemon.url(""), "bench", "start")
+        .await
+        .unwrap();
     let mut ids = Box::pin(
-        sse::connect_ids(&daemon.http, &daemon.url(&format!("/api/events?after={start_seq}"))).await,
+        sse::connect_ids(
+            &daemon.http,
+            &daemon.url(&format!("/api/events?after={start_seq}")),
+        )
+        .await,
     );
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
@@ -84,7 +96,11 @@ async fn step_time(daemon: &TestDaemon, mock: &MockModel, steps: usize) -> Durat
             json!({"cmd": format!("echo step {i} >> out.txt")}),
         ));
     }
-    mock.push(Reply::tool_call("m", "send_message", json!({"text": "done"})));
+    mock.push(Reply::tool_call(
+        "m",
+        "send_message",
+        json!({"text": "done"}),
+    ));
     mock.push(Reply::text("done"));
     let before = post_message(&daemon.http, &daemon.url(""), "bench", "steps next")
         .await
@@ -126,12 +142,20 @@ async fn run() {
     growth::fill(home.path(), "worker", shape).await;
     eprintln!("wrote {} events in {:?}", shape.events(), filled.elapsed());
     let mock = MockModel::start().await;
-    std::fs::write(home.path().join(paths::CONFIG), model_config(&mock, "openai")).unwrap();
+    std::fs::write(
+        home.path().join(paths::CONFIG),
+        model_config(&mock, "openai"),
+    )
+    .unwrap();
     let daemon = TestDaemon::start_in(home.path(), &[]).await;
     lazyboy_tests::add_agent(&daemon, "bench").await;
     let mut rows: Vec<(String, String, String)> = Vec::new();
     let db = file_bytes(home.path());
-    rows.push((format!("the home: {} events", shape.events()), mb(db), "—".into()));
+    rows.push((
+        format!("the home: {} events", shape.events()),
+        mb(db),
+        "—".into(),
+    ));
 
     // Backups, one after another.
     let out = tempfile::tempdir().unwrap();
@@ -144,8 +168,16 @@ async fn run() {
         std::fs::remove_file(&made.path).unwrap();
     }
     rows.push((
-        format!("`lazyboy backup` of {} events, median of {reps}", shape.events()),
-        format!("{} ms, {} (.tar.gz of a {} database)", median(times).as_millis(), mb(size), mb(db)),
+        format!(
+            "`lazyboy backup` of {} events, median of {reps}",
+            shape.events()
+        ),
+        format!(
+            "{} ms, {} (.tar.gz of a {} database)",
+            median(times).as_millis(),
+            mb(size),
+            mb(db)
+        ),
         "report".into(),
     ));
 
@@ -168,7 +200,12 @@ async fn run() {
             let mut i = 0;
             while busy.load(Ordering::SeqCst) {
                 let path = dir.join(format!("loop{i}.tar.gz"));
-                let response = http.post(&url).json(&json!({"path": path})).send().await.unwrap();
+                let response = http
+                    .post(&url)
+                    .json(&json!({"path": path}))
+                    .send()
+                    .await
+                    .unwrap();
                 assert!(response.status().is_success());
                 let _ = std::fs::remove_file(&path);
                 made.fetch_add(1, Ordering::SeqCst);
@@ -223,7 +260,11 @@ async fn run() {
     assert!(response.status().is_success());
     let report: RetentionReport = response.json().await.unwrap();
     rows.push((
-        format!("retention pass on {} events ({} results stubbed)", shape.events(), report.results),
+        format!(
+            "retention pass on {} events ({} results stubbed)",
+            shape.events(),
+            report.results
+        ),
         format!(
             "{} ms; {} → {} ({:.1} % freed)",
             report.took_ms,

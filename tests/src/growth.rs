@@ -88,23 +88,34 @@ pub async fn fill(home: &Path, agent: &str, growth: Growth) -> String {
         .expect("python3 is needed to write the long history (scripts/test installs it)");
     let mut input = std::io::BufWriter::new(python.stdin.take().unwrap());
     let mut at = 1_700_000_000_000_i64;
-    let event = |input: &mut dyn Write, thread: &str, task: Option<&str>, body: EventBody, at: i64| {
-        writeln!(
-            input,
-            "{}",
-            json!({"table": "events", "thread_id": thread, "agent_id": row.id, "task_id": task,
+    let event =
+        |input: &mut dyn Write, thread: &str, task: Option<&str>, body: EventBody, at: i64| {
+            writeln!(
+                input,
+                "{}",
+                json!({"table": "events", "thread_id": thread, "agent_id": row.id, "task_id": task,
                    "kind": body.kind(), "data": body.data().to_string(), "at_ms": at})
-        )
-        .unwrap();
-    };
+            )
+            .unwrap();
+        };
     let notes_per_task = growth.notes / growth.tasks.max(1);
     let mut notes_left = growth.notes;
     for n in 0..growth.tasks.max(1) {
-        let share = if n + 1 == growth.tasks.max(1) { notes_left } else { notes_per_task };
+        let share = if n + 1 == growth.tasks.max(1) {
+            notes_left
+        } else {
+            notes_per_task
+        };
         for k in 0..share {
             at += 10;
             let text = format!("note {n}/{k}: remember to water the plants");
-            event(&mut input, &row.thread, None, EventBody::UserMessage { text }, at);
+            event(
+                &mut input,
+                &row.thread,
+                None,
+                EventBody::UserMessage { text },
+                at,
+            );
         }
         notes_left -= share;
         if n >= growth.tasks {

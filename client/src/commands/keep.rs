@@ -66,7 +66,8 @@ pub async fn backup(
 
 /// Runs `lazyboyd --home HOME --restore FILE` with this terminal; its exit code is ours.
 pub fn restore(client: &Client, file: &Path) -> anyhow::Result<i32> {
-    let file = std::path::absolute(file).with_context(|| format!("cannot resolve {}", file.display()))?;
+    let file =
+        std::path::absolute(file).with_context(|| format!("cannot resolve {}", file.display()))?;
     let daemon = daemon_proc::daemon_path()?;
     let status = std::process::Command::new(&daemon)
         .arg("--home")
@@ -89,7 +90,8 @@ pub async fn export(
         .await?;
     match output {
         Some(path) => {
-            std::fs::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+            std::fs::write(&path, &text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("wrote {} ({})", path.display(), size(text.len() as u64));
         }
         None => print!("{text}"),

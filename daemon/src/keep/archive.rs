@@ -62,11 +62,7 @@ impl<W: Write> Write for Hashing<W> {
 }
 
 fn hex(digest: ring::digest::Digest) -> String {
-    digest
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// SHA-256 (lowercase hex) of `bytes`.
@@ -96,7 +92,11 @@ pub fn describe(name: &str, path: &Path) -> io::Result<BackupFile> {
 }
 
 /// Writes the archive to `dest` (created, 0600; it must not exist) and syncs it.
-pub fn write(dest: &Path, manifest: &BackupManifest, files: &[(String, PathBuf)]) -> io::Result<()> {
+pub fn write(
+    dest: &Path,
+    manifest: &BackupManifest,
+    files: &[(String, PathBuf)],
+) -> io::Result<()> {
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -134,7 +134,8 @@ pub fn read(path: &Path, into: &Path, known_schema: i64) -> Result<BackupManifes
         path: path.display().to_string(),
         source,
     })?;
-    let corrupt = |what: &str, e: &dyn std::fmt::Display| ArchiveError::Corrupt(format!("{what}: {e}"));
+    let corrupt =
+        |what: &str, e: &dyn std::fmt::Display| ArchiveError::Corrupt(format!("{what}: {e}"));
     let mut archive = tar::Archive::new(GzDecoder::new(io::BufReader::new(file)));
     let mut entries = archive
         .entries()
@@ -143,7 +144,10 @@ pub fn read(path: &Path, into: &Path, known_schema: i64) -> Result<BackupManifes
         .next()
         .ok_or_else(|| ArchiveError::Corrupt("the archive is empty".to_owned()))?
         .map_err(|e| corrupt("not a LazyBoy backup (a .tar.gz)", &e))?;
-    let name = first.path().map(|p| p.display().to_string()).unwrap_or_default();
+    let name = first
+        .path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     if name != MANIFEST {
         return Err(ArchiveError::Corrupt(format!(
             "its first entry is {name:?}, not {MANIFEST}: not a LazyBoy backup"
@@ -177,12 +181,17 @@ pub fn read(path: &Path, into: &Path, known_schema: i64) -> Result<BackupManifes
         }
     }
     if !manifest.files.iter().any(|f| f.name == paths::DATABASE) {
-        return Err(ArchiveError::Corrupt("the manifest lists no database".to_owned()));
+        return Err(ArchiveError::Corrupt(
+            "the manifest lists no database".to_owned(),
+        ));
     }
     let mut seen: Vec<String> = Vec::new();
     for entry in entries {
         let mut entry = entry.map_err(|e| corrupt("reading the archive", &e))?;
-        let name = entry.path().map(|p| p.display().to_string()).unwrap_or_default();
+        let name = entry
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         let listed = manifest
             .files
             .iter()

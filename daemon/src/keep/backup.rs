@@ -41,10 +41,10 @@ pub fn clean_leftovers(home: &Path) {
     }
 }
 
-/// The `pg_dump` line for `url`, without its password or query (which may hold one).
+/// The `pg_dump` line for `url`, without its password (in the user part or the query).
 pub fn pg_dump_line(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
-    let rest = rest.split('?').next().unwrap_or(rest);
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
     let rest = match rest.rsplit_once('@') {
         Some((user, host)) => {
             let user = user.split(':').next().unwrap_or(user);
@@ -52,7 +52,22 @@ pub fn pg_dump_line(url: &str) -> String {
         }
         None => rest.to_owned(),
     };
-    let quoted = format!("{scheme}://{rest}").replace('\'', "'\\''");
+    // libpq reads the rest of the query (sslmode, options such as a search_path) as pg_dump
+    // should; only the secrets go.
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or("");
+            !matches!(key, "password" | "passfile" | "sslpassword")
+        })
+        .collect();
+    let query = if kept.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", kept.join("&"))
+    };
+    let quoted = format!("{scheme}://{rest}{query}").replace('\'', "'\\''");
     format!("pg_dump --format=custom --file=lazyboy-$(date +%Y%m%d-%H%M%S).dump '{quoted}'")
 }
 
@@ -95,7 +110,8 @@ impl Keep {
             .filter(|p| !p.as_os_str().is_empty())
             .ok_or_else(|| KeepError::Invalid(format!("{} has no directory", dest.display())))?
             .to_owned();
-        std::fs::create_dir_all(&dir).map_err(KeepError::io(format!("creating {}", dir.display())))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(KeepError::io(format!("creating {}", dir.display())))?;
         let stamp = format!("{TEMP_PREFIX}{}-{created_at_ms}", std::process::id());
         let staging = Staging(dir.join(&stamp));
         std::fs::create_dir(&staging.0)
@@ -166,25 +182,16 @@ impl Keep {
         })
     }
 
-    /// `<home>/backups/lazyboy-YYYYMMDD-HHMMSS.tar.gz` (local time; a second's collision gets
-    /// the milliseconds too).
+    /// `<home>/backups/lazyboy-YYYYMMDD-HHMMSS-mmm.tar.gz` (local time): the names sort as
+    /// the backups were made, which pruning relies on.
     fn default_path(&self, at_ms: i64) -> PathBuf {
-        let dir = self.home.join(paths::BACKUPS);
         let time = chrono::DateTime::from_timestamp_millis(at_ms)
             .unwrap_or_default()
             .with_timezone(&chrono::Local);
-        let plain = dir.join(format!(
+        self.home.join(paths::BACKUPS).join(format!(
             "{NAME_PREFIX}{}{NAME_SUFFIX}",
-            time.format("%Y%m%d-%H%M%S")
-        ));
-        if plain.exists() {
-            dir.join(format!(
-                "{NAME_PREFIX}{}{NAME_SUFFIX}",
-                time.format("%Y%m%d-%H%M%S-%3f")
-            ))
-        } else {
-            plain
-        }
+            time.format("%Y%m%d-%H%M%S-%3f")
+        ))
     }
 
     /// Removes the oldest of the daemon's own backups beyond `keep`; returns how many.
@@ -223,9 +230,16 @@ mod tests {
 
     #[test]
     fn the_pg_dump_line_names_no_password() {
-        let line = pg_dump_line("postgres://me:s3cret@db.local:5433/lazy?sslmode=require&password=x");
-        assert!(line.contains("'postgres://me@db.local:5433/lazy'"), "{line}");
-        assert!(!line.contains("s3cret") && !line.contains("password"), "{line}");
+        let line =
+            pg_dump_line("postgres://me:s3cret@db.local:5433/lazy?sslmode=require&password=x");
+        assert!(
+            line.contains("'postgres://me@db.local:5433/lazy?sslmode=require'"),
+            "{line}"
+        );
+        assert!(
+            !line.contains("s3cret") && !line.contains("password"),
+            "{line}"
+        );
         assert!(pg_dump_line("postgresql://db/lazy").contains("'postgresql://db/lazy'"));
     }
 }

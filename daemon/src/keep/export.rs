@@ -150,9 +150,13 @@ fn fold(task: Task, events: &[Event], root: Option<Root>) -> TaskExport {
             }
             EventBody::UserMessage { text } => export.entries.push(message(event, "person", &text)),
             EventBody::AgentMessage { text } => export.entries.push(message(event, "agent", &text)),
-            EventBody::RuntimeNote { text } => export.entries.push(message(event, "runtime", &text)),
+            EventBody::RuntimeNote { text } => {
+                export.entries.push(message(event, "runtime", &text))
+            }
             EventBody::Summary { text, .. } => {
-                export.entries.push(message(event, "runtime", &format!("(summary) {text}")));
+                export
+                    .entries
+                    .push(message(event, "runtime", &format!("(summary) {text}")));
             }
             EventBody::AssistantReply { text, tool_calls } => {
                 if !text.trim().is_empty() {
@@ -196,8 +200,9 @@ fn fold(task: Task, events: &[Event], root: Option<Root>) -> TaskExport {
                 output,
                 ..
             } => {
-                if let Some(ExportEntry::Question { answer, .. }) =
-                    questions.get(&call_id).and_then(|&i| export.entries.get_mut(i))
+                if let Some(ExportEntry::Question { answer, .. }) = questions
+                    .get(&call_id)
+                    .and_then(|&i| export.entries.get_mut(i))
                 {
                     *answer = Some(output.clone());
                 }
@@ -220,7 +225,9 @@ fn fold(task: Task, events: &[Event], root: Option<Root>) -> TaskExport {
                             Some(spill)
                         }
                         Ok(spill) => {
-                            export.omitted.push(format!("{path}: {} bytes", spill.bytes));
+                            export
+                                .omitted
+                                .push(format!("{path}: {} bytes", spill.bytes));
                             None
                         }
                         Err(why) => {
@@ -280,7 +287,10 @@ mod tests {
     fn the_spill_file_is_found_in_a_result() {
         let output = "head\n[... 10 bytes omitted; the whole output is in .lazyboy-output/call_1.txt \
                       (read it with read_file offset/limit or search it) ...]\ntail";
-        assert_eq!(spill_name(output).as_deref(), Some(".lazyboy-output/call_1.txt"));
+        assert_eq!(
+            spill_name(output).as_deref(),
+            Some(".lazyboy-output/call_1.txt")
+        );
         assert_eq!(spill_name("plain"), None);
     }
 }

@@ -27,7 +27,11 @@ fn fence(text: &str) -> String {
 
 fn block(out: &mut String, lang: &str, text: &str) {
     let fence = fence(text);
-    let _ = writeln!(out, "{fence}{lang}\n{}\n{fence}\n", text.trim_end_matches('\n'));
+    let _ = writeln!(
+        out,
+        "{fence}{lang}\n{}\n{fence}\n",
+        text.trim_end_matches('\n')
+    );
 }
 
 /// Text as a Markdown quote, every line prefixed.
@@ -101,7 +105,9 @@ pub fn render(export: &TaskExport) -> String {
     out.push_str("## Conversation\n\n");
     for entry in &export.entries {
         match entry {
-            ExportEntry::Message { at_ms, from, text, .. } => {
+            ExportEntry::Message {
+                at_ms, from, text, ..
+            } => {
                 let _ = writeln!(out, "### {from} · {}\n", time(*at_ms));
                 quote(&mut out, text);
             }
@@ -137,7 +143,8 @@ pub fn render(export: &TaskExport) -> String {
                 images,
                 ..
             } => {
-                let status = status.map_or("no result".to_owned(), |s| format!("{s:?}").to_lowercase());
+                let status =
+                    status.map_or("no result".to_owned(), |s| format!("{s:?}").to_lowercase());
                 let _ = writeln!(
                     out,
                     "### tool call `{}` ({status}) · {}\n\n`{}`\n",
@@ -164,13 +171,19 @@ pub fn render(export: &TaskExport) -> String {
                         "<details><summary>The whole output: <code>{}</code>, {} bytes{}</summary>\n",
                         inline(&spill.path).replace('<', "&lt;"),
                         spill.bytes,
-                        if spill.truncated { " (cut at the export's cap)" } else { "" }
+                        if spill.truncated {
+                            " (cut at the export's cap)"
+                        } else {
+                            ""
+                        }
                     );
                     block(&mut out, "", &spill.text);
                     out.push_str("</details>\n\n");
                 }
                 if !images.is_empty() {
-                    out.push_str("Screenshots:\n\n| file | bytes | sha256 | |\n|---|---|---|---|\n");
+                    out.push_str(
+                        "Screenshots:\n\n| file | bytes | sha256 | |\n|---|---|---|---|\n",
+                    );
                     for image in images {
                         file_row(&mut out, image);
                     }
@@ -213,7 +226,9 @@ pub fn render(export: &TaskExport) -> String {
     }
 
     let usage = &export.usage;
-    out.push_str("## Usage\n\n| input tokens | cached | output tokens | cost |\n|---|---|---|---|\n");
+    out.push_str(
+        "## Usage\n\n| input tokens | cached | output tokens | cost |\n|---|---|---|---|\n",
+    );
     let cost = usage
         .cost_microusd
         .map_or("—".to_owned(), |c| format!("${:.6}", c as f64 / 1e6));
@@ -223,7 +238,11 @@ pub fn render(export: &TaskExport) -> String {
         usage.input_tokens,
         usage.cached_tokens,
         usage.output_tokens,
-        if usage.estimated { " (some counted by the daemon)" } else { "" }
+        if usage.estimated {
+            " (some counted by the daemon)"
+        } else {
+            ""
+        }
     );
     out
 }

@@ -125,6 +125,8 @@ pub struct Keep {
     pub retention: RetentionSection,
     /// The PostgreSQL URL when the database is one (for the `pg_dump` line).
     pub database_url: Option<String>,
+    /// Held by a retention pass: one at a time.
+    pub passes: tokio::sync::Mutex<()>,
 }
 
 #[cfg(test)]

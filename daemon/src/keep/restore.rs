@@ -54,7 +54,8 @@ pub fn restore(home: &Path, archive_path: &Path) -> Result<BackupManifest, Resto
         other => RestoreError::Lock(other),
     })?;
     let staging = Staging(home.join(format!(".restore-{}-{}", std::process::id(), now_ms())));
-    std::fs::create_dir(&staging.0).map_err(io(format!("cannot create {}", staging.0.display())))?;
+    std::fs::create_dir(&staging.0)
+        .map_err(io(format!("cannot create {}", staging.0.display())))?;
     let manifest = archive::read(archive_path, &staging.0, Store::known_schema_version())?;
 
     // Everything checked: from here the home changes.
@@ -63,10 +64,8 @@ pub fn restore(home: &Path, archive_path: &Path) -> Result<BackupManifest, Resto
         let path = home.join(name);
         if path.exists() {
             let moved = home.join(format!("{name}{suffix}"));
-            std::fs::rename(&path, &moved).map_err(io(format!(
-                "cannot move {} aside",
-                path.display()
-            )))?;
+            std::fs::rename(&path, &moved)
+                .map_err(io(format!("cannot move {} aside", path.display())))?;
         }
         Ok(())
     };
@@ -85,7 +84,8 @@ pub fn restore(home: &Path, archive_path: &Path) -> Result<BackupManifest, Resto
         }
         let from = staging.0.join(&file.name);
         let to = home.join(&file.name);
-        std::fs::rename(&from, &to).map_err(io(format!("cannot move {} into place", to.display())))?;
+        std::fs::rename(&from, &to)
+            .map_err(io(format!("cannot move {} into place", to.display())))?;
     }
     std::fs::File::open(home)
         .and_then(|dir| dir.sync_all())

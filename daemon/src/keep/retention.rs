@@ -1,6 +1,6 @@
 //! Retention: the bulky bodies of old tool results replaced by a stub, the space reclaimed.
 //!
-//! A result qualifies when its task ended (done, blocked, failed, cancelled, out of budget)
+//! Passes are serialized (`Keep::passes`). A result qualifies when its task ended (done, blocked, failed, cancelled, out of budget)
 //! more than `tool_output_days` ago and its stored data is over [`MIN_BYTES`]. Its `output`
 //! becomes "(removed after N days: K KB)" with a few of its first and last lines, and its
 //! data gains `removed` (size, lines, SHA-256, when), so replay, the conversation and the
@@ -67,6 +67,9 @@ pub fn stub(output: &str, days: u32, at_ms: i64) -> (String, RemovedOutput) {
 fn stubbed(data: &str, days: u32, at_ms: i64) -> Option<String> {
     let mut value: Value = serde_json::from_str(data).ok()?;
     let object = value.as_object_mut()?;
+    if object.contains_key("removed") {
+        return None;
+    }
     let output = object.get("output")?.as_str()?;
     let (text, mark) = stub(output, days, at_ms);
     object.insert("output".into(), Value::String(text));
@@ -76,7 +79,10 @@ fn stubbed(data: &str, days: u32, at_ms: i64) -> Option<String> {
 
 impl Keep {
     /// One pass as `request` asks (the period from the request, else the config).
-    pub async fn retention(&self, request: &RetentionRequest) -> Result<RetentionReport, KeepError> {
+    pub async fn retention(
+        &self,
+        request: &RetentionRequest,
+    ) -> Result<RetentionReport, KeepError> {
         let days = request
             .days
             .or(self.retention.tool_output_days)
@@ -87,6 +93,8 @@ impl Keep {
                         .to_owned(),
                 )
             })?;
+        // One pass at a time (the timer's and a person's would count the same rows).
+        let _one = self.passes.lock().await;
         let started = Instant::now();
         let at_ms = now_ms();
         let cutoff = at_ms.saturating_sub(i64::from(days).saturating_mul(86_400_000));
@@ -98,34 +106,36 @@ impl Keep {
             ..RetentionReport::default()
         };
         let mut per_task: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        let mut after = 0;
-        loop {
-            let rows = self
-                .store
-                .retention_batch(cutoff, after, MIN_BYTES, BATCH)
-                .await?;
-            let Some((last, _, _)) = rows.last() else {
-                break;
-            };
-            after = *last;
-            let mut rewrites = Vec::with_capacity(rows.len());
-            for (seq, task, data) in rows {
-                let Some(new) = stubbed(&data, days, at_ms) else {
-                    continue;
+        for task in self.store.ended_tasks_before(cutoff).await? {
+            let mut after = 0;
+            loop {
+                let rows = self
+                    .store
+                    .retention_batch(&task, after, MIN_BYTES, BATCH)
+                    .await?;
+                let Some((last, _)) = rows.last() else {
+                    break;
                 };
-                if new.len() >= data.len() {
-                    continue;
+                after = *last;
+                let mut rewrites = Vec::with_capacity(rows.len());
+                for (seq, data) in rows {
+                    let Some(new) = stubbed(&data, days, at_ms) else {
+                        continue;
+                    };
+                    if new.len() >= data.len() {
+                        continue;
+                    }
+                    report.results += 1;
+                    report.bytes_before += data.len() as u64;
+                    report.bytes_after += new.len() as u64;
+                    let entry = per_task.entry(task.clone()).or_default();
+                    entry.0 += 1;
+                    entry.1 += (data.len() - new.len()) as u64;
+                    rewrites.push((seq, new));
                 }
-                report.results += 1;
-                report.bytes_before += data.len() as u64;
-                report.bytes_after += new.len() as u64;
-                let entry = per_task.entry(task).or_default();
-                entry.0 += 1;
-                entry.1 += (data.len() - new.len()) as u64;
-                rewrites.push((seq, new));
-            }
-            if !request.dry_run && !rewrites.is_empty() {
-                self.store.rewrite_results(&rewrites).await?;
+                if !request.dry_run && !rewrites.is_empty() {
+                    self.store.rewrite_results(&rewrites).await?;
+                }
             }
         }
         report.tasks = per_task.len() as u64;
@@ -168,14 +178,24 @@ mod tests {
     fn a_stub_names_the_size_and_keeps_the_edges() {
         let output: String = (0..100).map(|n| format!("line {n}\n")).collect();
         let (text, mark) = stub(&output, 30, 5);
-        assert!(text.starts_with("(removed after 30 days: 1 KB)\nline 0\nline 1\n"), "{text}");
+        assert!(
+            text.starts_with("(removed after 30 days: 1 KB)\nline 0\nline 1\n"),
+            "{text}"
+        );
         assert!(text.ends_with("line 98\nline 99"), "{text}");
         assert!(text.contains("[… 96 lines …]"));
-        assert_eq!((mark.bytes, mark.lines, mark.days), (output.len() as u64, 100, 30));
+        assert_eq!(
+            (mark.bytes, mark.lines, mark.days),
+            (output.len() as u64, 100, 30)
+        );
         assert_eq!(mark.sha256.len(), 64);
         let long = "é".repeat(500);
         let (text, _) = stub(&long, 1, 0);
-        assert!(text.lines().nth(1).is_some_and(|l| l.chars().count() == 121));
+        assert!(
+            text.lines()
+                .nth(1)
+                .is_some_and(|l| l.chars().count() == 121)
+        );
     }
 
     #[test]
@@ -187,7 +207,12 @@ mod tests {
         assert_eq!(new["call_id"], "c1");
         assert_eq!(new["status"], "ok");
         assert_eq!(new["removed"]["bytes"], 4000);
-        assert!(new["output"].as_str().unwrap().starts_with("(removed after 7 days: 4 KB)"));
+        assert!(
+            new["output"]
+                .as_str()
+                .unwrap()
+                .starts_with("(removed after 7 days: 4 KB)")
+        );
         assert!(stubbed("{\"text\": 1}", 7, 1).is_none());
     }
 }

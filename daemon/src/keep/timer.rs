@@ -4,7 +4,7 @@
 //! A backup is due when the newest of the daemon's backups in `<home>/backups/` is older than
 //! `[backup] every` (so a restart does not reset the clock); each is recorded as a
 //! `backup_made` event in the default agent's chat thread and followed by pruning to
-//! `keep`. A retention pass runs a minute after start, then every `[retention] every`. One
+//! `keep`. A retention pass runs five minutes after start, then every `[retention] every`. One
 //! sleep never exceeds a minute (tokio's clock stops while the machine sleeps).
 
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use super::{Keep, parse_every};
 /// The default number of the daemon's own backups kept.
 pub const DEFAULT_KEEP: usize = 7;
 /// The first retention pass waits this long after the start.
-const FIRST_PASS: Duration = Duration::from_secs(60);
+const FIRST_PASS: Duration = Duration::from_secs(300);
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 /// When the newest of the daemon's own backups was written.
@@ -44,7 +44,11 @@ async fn scheduled_backup(keep: &Keep) {
                 events: made.manifest.counts.events,
                 pruned,
             };
-            if let Err(error) = keep.store.append_to_agent(crate::DEFAULT_AGENT, &body).await {
+            if let Err(error) = keep
+                .store
+                .append_to_agent(crate::DEFAULT_AGENT, &body)
+                .await
+            {
                 tracing::warn!(%error, "cannot record the backup");
             }
         }
@@ -54,7 +58,11 @@ async fn scheduled_backup(keep: &Keep) {
 
 /// Runs until `shutdown`.
 pub async fn run(keep: Arc<Keep>, shutdown: CancellationToken) {
-    let backup_every = keep.backup.every.as_deref().and_then(|e| parse_every(e).ok());
+    let backup_every = keep
+        .backup
+        .every
+        .as_deref()
+        .and_then(|e| parse_every(e).ok());
     let retention_every = keep.retention.tool_output_days.map(|_| {
         keep.retention
             .every

@@ -87,10 +87,18 @@ async fn a_backup_during_work_restores_a_prefix_that_resumes_as_after_a_crash() 
     for writer in writers {
         writer.await.unwrap();
     }
-    eprintln!("appends during the backup: {rate:.0}/s; {} events in it", made.manifest.counts.events);
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&archive).unwrap().permissions());
+    eprintln!(
+        "appends during the backup: {rate:.0}/s; {} events in it",
+        made.manifest.counts.events
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&archive).unwrap().permissions(),
+    );
     assert_eq!(mode & 0o777, 0o600, "the archive is private");
-    assert!(made.manifest.files.iter().all(|f| f.name != paths::TOKEN), "no secrets by default");
+    assert!(
+        made.manifest.files.iter().all(|f| f.name != paths::TOKEN),
+        "no secrets by default"
+    );
     let original = all_events(&daemon, 0).await;
     daemon.stop();
 
@@ -107,9 +115,15 @@ async fn a_backup_during_work_restores_a_prefix_that_resumes_as_after_a_crash() 
         .into_iter()
         .filter(|r| r.0 <= last)
         .collect();
-    let theirs: Vec<_> = rows(&original).into_iter().filter(|r| r.0 <= last).collect();
+    let theirs: Vec<_> = rows(&original)
+        .into_iter()
+        .filter(|r| r.0 <= last)
+        .collect();
     assert_eq!(mine.len() as i64, made.manifest.counts.events);
-    assert!(mine == theirs, "the restored log is not a prefix of the original");
+    assert!(
+        mine == theirs,
+        "the restored log is not a prefix of the original"
+    );
 
     // Then it resumes as after a crash: the call in flight is unknown, never run again, and
     // the task goes on to its end.
@@ -119,17 +133,23 @@ async fn a_backup_during_work_restores_a_prefix_that_resumes_as_after_a_crash() 
     let slow: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            EventBody::ToolResult { call_id, status, .. } if call_id == &format!("s{SLOW}") => {
-                Some(*status)
-            }
+            EventBody::ToolResult {
+                call_id, status, ..
+            } if call_id == &format!("s{SLOW}") => Some(*status),
             _ => None,
         })
         .collect();
     assert_eq!(slow, vec![ToolStatus::Unknown], "one result, unknown");
-    assert_eq!(std::fs::read_to_string(&once).unwrap(), "ran\n", "never run twice");
+    assert_eq!(
+        std::fs::read_to_string(&once).unwrap(),
+        "ran\n",
+        "never run twice"
+    );
     assert!(events.iter().any(|e| matches!(
         e,
-        EventBody::TaskState { state: TaskState::Recovering }
+        EventBody::TaskState {
+            state: TaskState::Recovering
+        }
     )));
     mock.assert_clean();
     restored.stop();
@@ -142,7 +162,10 @@ async fn kill_9_mid_backup_leaves_no_file_that_looks_complete() {
     let mut daemon = TestDaemon::start_in(home.path(), &[]).await;
     let backups = home.path().join(paths::BACKUPS);
     let mut command = daemon.cli();
-    command.arg("backup").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    command
+        .arg("backup")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let child = command.spawn().unwrap();
     let leftover = wait_for(Duration::from_secs(60), "the backup to start", || {
         let backups = backups.clone();
@@ -175,10 +198,49 @@ async fn kill_9_mid_backup_leaves_no_file_that_looks_complete() {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.is_empty(), "the restart cleared what the kill left: {names:?}");
+    assert!(
+        names.is_empty(),
+        "the restart cleared what the kill left: {names:?}"
+    );
     // And the next backup is whole.
     let file = backups.join("after.tar.gz");
     let made = backup(&daemon, &file).await;
     assert!(made.manifest.counts.events >= 200_000);
+    daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_backs_up_by_itself_as_an_event_and_prunes() {
+    let daemon = TestDaemon::start_with("[backup]\nevery = \"1s\"\nkeep = 2\n", &[]).await;
+    let made = wait_for(Duration::from_secs(120), "three backups of its own", || {
+        let daemon = &daemon;
+        async move {
+            let made: Vec<(String, u64)> = all_events(daemon, 0)
+                .await
+                .into_iter()
+                .filter_map(|e| match e.body() {
+                    Some(EventBody::BackupMade { path, pruned, .. }) => Some((path, pruned)),
+                    _ => None,
+                })
+                .collect();
+            (made.len() >= 3).then_some(made)
+        }
+    })
+    .await;
+    let backups = daemon.home().join(paths::BACKUPS);
+    let kept: Vec<String> = std::fs::read_dir(&backups)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("lazyboy-") && n.ends_with(".tar.gz"))
+        .collect();
+    assert!(kept.len() <= 2, "pruned to keep = 2: {kept:?}");
+    assert!(made.iter().map(|m| m.1).sum::<u64>() >= 1, "{made:?}");
+    // The newest named in the log is among those kept, and restores.
+    let newest = std::path::Path::new(&made.last().unwrap().0).to_owned();
+    assert!(newest.starts_with(&backups));
+    let home = temp_home();
+    let out = restore(home.path(), &newest).await;
+    assert!(out.status.success() || !newest.exists(), "{out:?}");
     daemon.stop();
 }

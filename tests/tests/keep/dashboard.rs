@@ -44,7 +44,10 @@ async fn the_task_list_exports_a_task_as_markdown() {
         .await;
     assert_eq!(got["download"], format!("task-{task}.md"));
     let text = got["text"].as_str().unwrap();
-    assert!(text.starts_with(&format!("# Task {task}: find the answer")), "{text}");
+    assert!(
+        text.starts_with(&format!("# Task {task}: find the answer")),
+        "{text}"
+    );
     assert!(text.contains("> the answer is 42"), "{text}");
     browser.close().await;
     daemon.stop();

@@ -54,7 +54,13 @@ async fn an_export_reads_back_complete_with_a_screenshot_a_spill_and_an_answer_a
         "request_user_input",
         json!({"question": "Which colour should the report be?", "options": ["red", "blue"]}),
     ));
-    let task = lazyboy_tests::create_task(&daemon, "default", "make a report with ```fences```", Some(ws.path())).await;
+    let task = lazyboy_tests::create_task(
+        &daemon,
+        "default",
+        "make a report with ```fences```",
+        Some(ws.path()),
+    )
+    .await;
     wait_task_state(&daemon, &task, TaskState::WaitingForHuman).await;
 
     // The question is answered after a restart.
@@ -78,24 +84,42 @@ async fn an_export_reads_back_complete_with_a_screenshot_a_spill_and_an_answer_a
         .send()
         .await
         .unwrap();
-    assert!(answered.status().is_success(), "{}", answered.text().await.unwrap());
+    assert!(
+        answered.status().is_success(),
+        "{}",
+        answered.text().await.unwrap()
+    );
     let done = wait_task_finished(&daemon, &task).await;
-    assert_eq!(done.verdict, Some(Verdict::Done), "{:?}", done.final_message);
+    assert_eq!(
+        done.verdict,
+        Some(Verdict::Done),
+        "{:?}",
+        done.final_message
+    );
 
     // JSON, through the CLI, parsed back.
     let dir = tempfile::tempdir().unwrap();
     let json_file = dir.path().join("task.json");
     let mut command = daemon.cli();
-    command.args(["export", &task, "--format", "json", "--output"]).arg(&json_file);
+    command
+        .args(["export", &task, "--format", "json", "--output"])
+        .arg(&json_file);
     let out = output_of(command).await;
     assert!(out.status.success(), "{out:?}");
     let text = std::fs::read_to_string(&json_file).unwrap();
     let export: TaskExport = serde_json::from_str(&text).unwrap();
-    assert_eq!(serde_json::to_value(&export).unwrap(), serde_json::from_str::<serde_json::Value>(&text).unwrap(), "round-trips");
+    assert_eq!(
+        serde_json::to_value(&export).unwrap(),
+        serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+        "round-trips"
+    );
     assert_eq!(export.task.id, task);
     assert_eq!(export.task.objective, "make a report with ```fences```");
     assert_eq!(export.plans.len(), 2, "the plan as it evolved");
-    assert_eq!(export.plans[1].explanation.as_deref(), Some("the file is made"));
+    assert_eq!(
+        export.plans[1].explanation.as_deref(),
+        Some("the file is made")
+    );
     let call = |id: &str| {
         export
             .entries
@@ -106,20 +130,34 @@ async fn an_export_reads_back_complete_with_a_screenshot_a_spill_and_an_answer_a
             })
             .unwrap_or_else(|| panic!("no call {id}"))
     };
-    let ExportEntry::ToolCall { arguments, status, spilled, .. } = call("r1") else { unreachable!() };
+    let ExportEntry::ToolCall {
+        arguments,
+        status,
+        spilled,
+        ..
+    } = call("r1")
+    else {
+        unreachable!()
+    };
     assert!(arguments.contains("big.txt"));
     assert_eq!(status, Some(ToolStatus::Ok));
     let spilled = spilled.expect("the spilled output is in the export");
-    assert!(!spilled.truncated && spilled.bytes as usize > BIG, "{} bytes", spilled.bytes);
+    assert!(
+        !spilled.truncated && spilled.bytes as usize > BIG,
+        "{} bytes",
+        spilled.bytes
+    );
     assert_eq!(spilled.text.len() as u64, spilled.bytes);
     assert!(spilled.text.contains("a line of the big output"));
-    let ExportEntry::ToolCall { images, .. } = call("s1") else { unreachable!() };
+    let ExportEntry::ToolCall { images, .. } = call("s1") else {
+        unreachable!()
+    };
     assert_eq!(images.len(), 1, "the screenshot");
     assert!(images[0].bytes > 0 && images[0].sha256.as_ref().is_some_and(|s| s.len() == 64));
     let answer = export.entries.iter().find_map(|e| match e {
-        ExportEntry::Question { question, answer, .. } if question.starts_with("Which colour") => {
-            Some(answer.clone())
-        }
+        ExportEntry::Question {
+            question, answer, ..
+        } if question.starts_with("Which colour") => Some(answer.clone()),
         _ => None,
     });
     let answer = answer.flatten().expect("the answer after the restart");
@@ -151,7 +189,12 @@ async fn an_export_reads_back_complete_with_a_screenshot_a_spill_and_an_answer_a
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/markdown"));
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/markdown")
+    );
     let md = response.text().await.unwrap();
     for section in [
         "# Task ",

@@ -10,6 +10,7 @@ use lazyboy_tests::{TestDaemon, cli, output_of};
 mod backup;
 mod dashboard;
 mod export;
+mod postgres;
 mod restore;
 mod retention;
 

@@ -68,7 +68,9 @@ async fn a_restore_brings_back_agents_tasks_conversations_memories_and_schedules
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("all.tar.gz");
     let mut command = daemon.cli();
-    command.args(["--json", "backup", "--with-secrets"]).arg(&archive);
+    command
+        .args(["--json", "backup", "--with-secrets"])
+        .arg(&archive);
     let out = output_of(command).await;
     assert!(out.status.success(), "{out:?}");
     let token = daemon.token();
@@ -78,9 +80,14 @@ async fn a_restore_brings_back_agents_tasks_conversations_memories_and_schedules
     let out = restore(home.path(), &archive).await;
     assert!(out.status.success(), "{out:?}");
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("2 agents") && said.contains("1 schedules"), "{said}");
+    assert!(
+        said.contains("2 agents") && said.contains("1 schedules"),
+        "{said}"
+    );
     assert_eq!(
-        std::fs::read_to_string(home.path().join(paths::TOKEN)).unwrap().trim(),
+        std::fs::read_to_string(home.path().join(paths::TOKEN))
+            .unwrap()
+            .trim(),
         token.trim(),
         "--with-secrets brings the token back"
     );
@@ -95,7 +102,11 @@ async fn a_restore_brings_back_agents_tasks_conversations_memories_and_schedules
         .unwrap();
     assert_eq!(again, conversation);
     // The memory is the agent's again: a search finds it.
-    mock.push(Reply::tool_call("s1", "memory_search", json!({"query": "spare key"})));
+    mock.push(Reply::tool_call(
+        "s1",
+        "memory_search",
+        json!({"query": "spare key"}),
+    ));
     mock.push(Reply::text("found"));
     let task = lazyboy_tests::create_task(&restored, "keeper", "where is the key", None).await;
     wait_task_finished(&restored, &task).await;
@@ -110,7 +121,8 @@ async fn a_restore_brings_back_agents_tasks_conversations_memories_and_schedules
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restore_refuses_a_running_daemon_a_newer_schema_and_a_damaged_archive() {
-    let daemon = TestDaemon::start().await;
+    let owned = temp_home();
+    let daemon = TestDaemon::start_in(owned.path(), &[]).await;
     add_agent(&daemon, "kept").await;
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("good.tar.gz");
@@ -137,11 +149,13 @@ async fn a_restore_refuses_a_running_daemon_a_newer_schema_and_a_damaged_archive
         "{said}"
     );
     assert_eq!(names(daemon.home()), before);
-    assert!(lazyboy_tests::post_message(&daemon.http, &daemon.url(""), "kept", "still here")
-        .await
-        .is_ok());
-    let home = daemon.home().to_owned();
+    assert!(
+        lazyboy_tests::post_message(&daemon.http, &daemon.url(""), "kept", "still here")
+            .await
+            .is_ok()
+    );
     daemon.stop();
+    let home = owned.path().to_owned();
 
     // The rest are refused on a stopped home, which stays byte for byte as it was.
     let before = snapshot(&home);
@@ -159,7 +173,13 @@ async fn a_restore_refuses_a_running_daemon_a_newer_schema_and_a_damaged_archive
     rewrite_manifest(&archive, &lying, "m['files'][0]['sha256'] = '0' * 64");
     let schema = made.manifest.schema_version;
     for (file, expected) in [
-        (&newer, format!("schema version is {}, newer than this lazyboyd knows ({schema})", schema + 1)),
+        (
+            &newer,
+            format!(
+                "schema version is {}, newer than this lazyboyd knows ({schema})",
+                schema + 1
+            ),
+        ),
         (&truncated, "corrupted or truncated".to_owned()),
         (&flipped, "corrupted or truncated".to_owned()),
         (&lying, "does not match its checksum".to_owned()),

@@ -72,9 +72,13 @@ fn file_bytes(home: &Path) -> u64 {
         .sum()
 }
 
-async fn pass(daemon: &TestDaemon, dry_run: bool) -> RetentionReport {
+/// `lazyboy --json retention run [--dry-run] [--days N]`.
+async fn pass(daemon: &TestDaemon, dry_run: bool, days: Option<u32>) -> RetentionReport {
     let mut command = daemon.cli();
     command.args(["--json", "retention", "run"]);
+    if let Some(days) = days {
+        command.args(["--days", &days.to_string()]);
+    }
     if dry_run {
         command.arg("--dry-run");
     }
@@ -87,35 +91,44 @@ async fn pass(daemon: &TestDaemon, dry_run: bool) -> RetentionReport {
 async fn retention_on_a_million_events_frees_most_of_the_file_and_keeps_the_conversation() {
     let home = temp_home();
     let shape = Growth::MILLION;
+    let clock = std::time::Instant::now();
     growth::fill(home.path(), "worker", shape).await;
-    std::fs::write(
-        home.path().join(paths::CONFIG),
-        "[retention]\ntool_output_days = 30\n",
-    )
-    .unwrap();
+    eprintln!("{:?}: wrote {} events", clock.elapsed(), shape.events());
+    // The pass is asked for (`--days 30`): with `[retention]` configured, the daemon's own
+    // pass would start a minute in and race the dry run.
     let daemon = TestDaemon::start_in(home.path(), &[]).await;
     let db = home.path().join(paths::DATABASE);
     let (digest, count, results, stubs, last) = log_digest(&db, i64::MAX);
     assert_eq!((results, stubs), (shape.tasks * shape.calls_per_task, 0));
     assert!(count > shape.events(), "{count} events");
+    eprintln!("{:?}: digested", clock.elapsed());
     let conversation = said(&daemon, "worker").await;
     assert!(conversation.iter().any(|i| i["type"] == "agent_message"));
 
     // Dry: the figures, and nothing changes.
     let size_before = file_bytes(home.path());
-    let dry = pass(&daemon, true).await;
+    let dry = pass(&daemon, true, Some(30)).await;
     assert!(dry.dry_run);
-    assert_eq!((dry.results as usize, dry.tasks as usize), (results, shape.tasks));
-    assert_eq!(log_digest(&db, i64::MAX), (digest.clone(), count, results, 0, last));
+    assert_eq!(
+        (dry.results as usize, dry.tasks as usize),
+        (results, shape.tasks)
+    );
+    assert_eq!(
+        log_digest(&db, i64::MAX),
+        (digest.clone(), count, results, 0, last)
+    );
     let mut command = daemon.cli();
-    command.args(["retention", "run", "--dry-run"]);
+    command.args(["retention", "run", "--dry-run", "--days", "30"]);
     let printed = String::from_utf8(output_of(command).await.stdout).unwrap();
     assert!(
-        printed.contains(&format!("would replace {results} tool outputs of 100 tasks")),
+        printed.contains(&format!(
+            "would replace {results} tool outputs of 100 tasks"
+        )),
         "{printed}"
     );
 
-    let report = pass(&daemon, false).await;
+    eprintln!("{:?}: dry run checked", clock.elapsed());
+    let report = pass(&daemon, false, Some(30)).await;
     let size_after = file_bytes(home.path());
     eprintln!(
         "retention on {count} events: {} results, file {size_before} → {size_after} bytes \
@@ -137,9 +150,17 @@ async fn retention_on_a_million_events_frees_most_of_the_file_and_keeps_the_conv
         "only the results' bodies changed"
     );
     let (_, all, _, _, newest) = log_digest(&db, i64::MAX);
-    assert_eq!((all, newest), (count + shape.tasks, last + shape.tasks as i64));
-    assert_eq!(said(&daemon, "worker").await, conversation, "the conversation reads the same");
+    assert_eq!(
+        (all, newest),
+        (count + shape.tasks, last + shape.tasks as i64)
+    );
+    assert_eq!(
+        said(&daemon, "worker").await,
+        conversation,
+        "the conversation reads the same"
+    );
 
+    eprintln!("{:?}: pass checked", clock.elapsed());
     // Replay from seq 0 reaches the end, every seq in order, the stubs marked.
     let mut stream =
         Box::pin(sse::connect(&daemon.http, &daemon.url("/api/events?after=0"), None).await);
@@ -164,13 +185,17 @@ async fn retention_on_a_million_events_frees_most_of_the_file_and_keeps_the_conv
     .await
     .expect("the replay reached the end");
     assert_eq!((seen, marked), (all, results));
+    eprintln!("{:?}: replayed", clock.elapsed());
     daemon.stop();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stubbed_result_reads_as_removed_in_the_conversation_and_the_model_sees_it() {
     let mock = MockModel::start().await;
-    let config = format!("{}\n[retention]\ntool_output_days = 0\n", lazyboy_tests::model_config(&mock, "openai"));
+    let config = format!(
+        "{}\n[retention]\ntool_output_days = 0\n",
+        lazyboy_tests::model_config(&mock, "openai")
+    );
     let daemon = TestDaemon::start_with(&config, &[]).await;
     let ws = tempfile::tempdir().unwrap();
     mock.push(Reply::tool_call(
@@ -178,22 +203,32 @@ async fn a_stubbed_result_reads_as_removed_in_the_conversation_and_the_model_see
         "exec_command",
         json!({"cmd": "seq 1 3000"}),
     ));
+    mock.push(Reply::tool_call(
+        "m1",
+        "send_message",
+        json!({"text": "counted"}),
+    ));
     mock.push(Reply::text("counted"));
     let task = lazyboy_tests::create_task(&daemon, "default", "count", Some(ws.path())).await;
     wait_task_finished(&daemon, &task).await;
     // Ended now: tool_output_days = 0 takes it at once.
-    let report = pass(&daemon, false).await;
+    let report = pass(&daemon, false, None).await;
     assert_eq!((report.results, report.tasks), (1, 1));
     let text = reqwest_text(&daemon, "/api/agents/default/conversation").await;
     assert!(text.contains("(removed after 0 days: 14 KB)"), "{text}");
     let events = lazyboy_tests::task_events(&daemon, &task).await;
     assert!(events.iter().any(|e| matches!(
         e,
-        lazyboy_protocol::EventBody::RetentionPass { results: 1, days: 0, .. }
+        lazyboy_protocol::EventBody::RetentionPass {
+            results: 1,
+            days: 0,
+            ..
+        }
     )));
     // A second pass finds nothing left to do.
-    assert_eq!(pass(&daemon, false).await.results, 0);
+    assert_eq!(pass(&daemon, false, None).await.results, 0);
     // The task continued later sees the stub, not the old output.
+    let asked = mock.request_count();
     mock.push(Reply::text("still counted"));
     let response = daemon
         .http
@@ -202,19 +237,42 @@ async fn a_stubbed_result_reads_as_removed_in_the_conversation_and_the_model_see
         .send()
         .await
         .unwrap();
-    assert!(response.status().is_success(), "{}", response.text().await.unwrap());
-    wait_for(Duration::from_secs(30), "the model to be asked again", || {
-        let mock = &mock;
-        async move { (mock.request_count() >= 3).then_some(()) }
-    })
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap()
+    );
+    wait_for(
+        Duration::from_secs(30),
+        "the model to be asked again",
+        || {
+            let mock = &mock;
+            async move { (mock.request_count() > asked).then_some(()) }
+        },
+    )
     .await;
-    let seen = mock.requests()[2].tool_result_for("big").unwrap().to_owned();
-    assert!(seen.starts_with("(removed after 0 days: 14 KB)\n1\n2\n"), "{seen}");
+    let seen = mock.requests()[asked]
+        .tool_result_for("big")
+        .unwrap()
+        .to_owned();
+    assert!(
+        seen.starts_with("(removed after 0 days: 14 KB)\ncmd-")
+            && seen.ends_with("[… 2999 lines …]\n2999\n3000"),
+        "{seen}"
+    );
     daemon.stop();
 }
 
 async fn reqwest_text(daemon: &TestDaemon, path: &str) -> String {
-    daemon.http.get(daemon.url(path)).send().await.unwrap().text().await.unwrap()
+    daemon
+        .http
+        .get(daemon.url(path))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,7 +296,11 @@ async fn an_agents_confined_command_cannot_back_up_export_or_run_retention() {
         probe("POST", "api/retention/run"),
         probe("GET", "api/tasks/x/export")
     );
-    mock.push(Reply::tool_call("c1", "exec_command", json!({ "cmd": cmd })));
+    mock.push(Reply::tool_call(
+        "c1",
+        "exec_command",
+        json!({ "cmd": cmd }),
+    ));
     mock.push(Reply::text("tried"));
     let task = lazyboy_tests::create_task(&daemon, "default", "try", Some(ws.path())).await;
     wait_task_finished(&daemon, &task).await;
@@ -247,7 +309,10 @@ async fn an_agents_confined_command_cannot_back_up_export_or_run_retention() {
         .iter()
         .find_map(|r| r.tool_result_for("c1").map(str::to_owned))
         .unwrap();
-    let codes: Vec<&str> = seen.split_whitespace().filter(|w| w.len() == 3 && w.chars().all(|c| c.is_ascii_digit())).collect();
+    let codes: Vec<&str> = seen
+        .split_whitespace()
+        .filter(|w| w.len() == 3 && w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
     assert_eq!(codes.len(), 6, "{seen}");
     assert!(
         codes.iter().all(|c| *c == "401" || *c == "000"),
@@ -257,4 +322,57 @@ async fn an_agents_confined_command_cannot_back_up_export_or_run_retention() {
     let backups = daemon.home().join(paths::BACKUPS);
     assert!(!backups.exists(), "no backup was made");
     daemon.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_refuses_every_change_but_a_results_body_through_the_door() {
+    let home = temp_home();
+    let shape = Growth {
+        notes: 3,
+        tasks: 1,
+        calls_per_task: 1,
+        output_bytes: 2000,
+    };
+    growth::fill(home.path(), "w", shape).await;
+    let script = "import sqlite3, sys\n\
+        db = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+        def attempt(door, sql):\n\
+        \x20   db.execute('BEGIN')\n\
+        \x20   if door: db.execute('INSERT INTO events_rewrite (id) VALUES (1)')\n\
+        \x20   try:\n\
+        \x20       db.execute(sql); outcome = 'ok'\n\
+        \x20   except sqlite3.DatabaseError as e:\n\
+        \x20       outcome = str(e)\n\
+        \x20   db.execute('ROLLBACK')\n\
+        \x20   print(outcome)\n\
+        body = \"UPDATE events SET data = json_set(data, '$.output', 'x') WHERE kind = 'tool_result'\"\n\
+        attempt(False, body)\n\
+        attempt(True, \"UPDATE events SET data = '{}' WHERE kind = 'user_message'\")\n\
+        attempt(True, \"UPDATE events SET seq = seq + 1000 WHERE kind = 'tool_result'\")\n\
+        attempt(True, \"UPDATE events SET at_ms = 0 WHERE kind = 'tool_result'\")\n\
+        attempt(True, 'DELETE FROM events')\n\
+        attempt(True, body)\n";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(home.path().join(paths::DATABASE))
+        .output()
+        .expect("python3 is needed (scripts/test installs it)");
+    assert!(out.status.success(), "{out:?}");
+    let outcomes: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let refused = "events are append-only".to_owned();
+    assert_eq!(
+        outcomes,
+        [
+            refused.clone(),
+            refused.clone(),
+            refused.clone(),
+            refused.clone(),
+            refused,
+            "ok".to_owned()
+        ]
+    );
 }

@@ -51,10 +51,20 @@ pub async fn export(
     let record = export::export(&state.store, &id).await?;
     let safe: String = id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let (body, kind, ext) = if markdown {
-        (markdown::render(&record), "text/markdown; charset=utf-8", "md")
+        (
+            markdown::render(&record),
+            "text/markdown; charset=utf-8",
+            "md",
+        )
     } else {
         let json = serde_json::to_string_pretty(&record).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())

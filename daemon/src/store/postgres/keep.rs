@@ -14,22 +14,33 @@ impl Postgres {
         ))
     }
 
-    pub(in crate::store) async fn retention_batch(
+    pub(in crate::store) async fn ended_tasks_before(
         &self,
         cutoff_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM tasks \
+             WHERE state IN ('done', 'blocked', 'failed', 'cancelled', 'budget_exhausted') \
+             AND updated_at_ms < $1 ORDER BY updated_at_ms, id",
+        )
+        .bind(cutoff_ms)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub(in crate::store) async fn retention_batch(
+        &self,
+        task: &str,
         after: i64,
         min_bytes: i64,
         limit: i64,
-    ) -> Result<Vec<(i64, String, String)>, StoreError> {
+    ) -> Result<Vec<(i64, String)>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT e.seq, e.task_id, e.data::text FROM events e JOIN tasks t ON t.id = e.task_id \
-             WHERE e.seq > $1 AND e.kind = 'tool_result' \
-             AND t.state IN ('done', 'blocked', 'failed', 'cancelled', 'budget_exhausted') \
-             AND t.updated_at_ms < $2 AND octet_length(e.data::text) > $3 \
-             AND (e.data::jsonb -> 'removed') IS NULL ORDER BY e.seq LIMIT $4",
+            "SELECT seq, data::text FROM events WHERE task_id = $1 AND seq > $2 \
+             AND kind = 'tool_result' AND octet_length(data::text) > $3 ORDER BY seq LIMIT $4",
         )
+        .bind(task)
         .bind(after)
-        .bind(cutoff_ms)
         .bind(min_bytes)
         .bind(limit)
         .fetch_all(&self.pool)

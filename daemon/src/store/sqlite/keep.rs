@@ -68,26 +68,39 @@ impl Sqlite {
         Ok(())
     }
 
-    pub(in crate::store) async fn retention_batch(
+    pub(in crate::store) async fn ended_tasks_before(
         &self,
         cutoff_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let sql = format!(
+            "SELECT id FROM tasks WHERE state IN {ENDED} AND updated_at_ms < ?1 \
+             ORDER BY updated_at_ms, id"
+        );
+        Ok(sqlx::query_scalar(&sql)
+            .bind(cutoff_ms)
+            .fetch_all(&self.reader)
+            .await?)
+    }
+
+    pub(in crate::store) async fn retention_batch(
+        &self,
+        task: &str,
         after: i64,
         min_bytes: i64,
         limit: i64,
-    ) -> Result<Vec<(i64, String, String)>, StoreError> {
-        let sql = format!(
-            "SELECT e.seq, e.task_id, e.data FROM events e JOIN tasks t ON t.id = e.task_id \
-             WHERE e.seq > ?1 AND e.kind = 'tool_result' AND t.state IN {ENDED} \
-             AND t.updated_at_ms < ?2 AND length(e.data) > ?3 \
-             AND json_extract(e.data, '$.removed') IS NULL ORDER BY e.seq LIMIT ?4"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(after)
-            .bind(cutoff_ms)
-            .bind(min_bytes)
-            .bind(limit)
-            .fetch_all(&self.reader)
-            .await?)
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        // `events_task_seq` walks the task's events only; `kind` and the size are checked
+        // on those rows, never by parsing JSON in SQL.
+        Ok(sqlx::query_as(
+            "SELECT seq, data FROM events WHERE task_id = ?1 AND seq > ?2 \
+             AND kind = 'tool_result' AND length(data) > ?3 ORDER BY seq LIMIT ?4",
+        )
+        .bind(task)
+        .bind(after)
+        .bind(min_bytes)
+        .bind(limit)
+        .fetch_all(&self.reader)
+        .await?)
     }
 
     pub(in crate::store) async fn rewrite_results(

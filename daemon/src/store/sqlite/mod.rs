@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use sqlx::ConnectOptions;
 use sqlx::sqlite::{
-    SqliteAutoVacuum, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool,
+    SqlitePoolOptions, SqliteSynchronous,
 };
 use tokio::sync::Mutex;
 
