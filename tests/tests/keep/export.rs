@@ -73,6 +73,12 @@ async fn an_export_reads_back_complete_with_a_screenshot_a_spill_and_an_answer_a
         json!({"text": "blue it is"}),
     ));
     mock.push(Reply::tool_call(
+        "p3",
+        "update_plan",
+        json!({"plan": [{"step": "make the big file", "status": "completed"},
+                        {"step": "ask which colour", "status": "completed"}]}),
+    ));
+    mock.push(Reply::tool_call(
         "d1",
         "report_done",
         json!({"summary": "made it", "evidence": "cat report.txt", "files": ["report.txt"]}),
@@ -115,7 +121,7 @@ async fn an_export_reads_back_complete_with_a_screenshot_a_spill_and_an_answer_a
     );
     assert_eq!(export.task.id, task);
     assert_eq!(export.task.objective, "make a report with ```fences```");
-    assert_eq!(export.plans.len(), 2, "the plan as it evolved");
+    assert_eq!(export.plans.len(), 3, "the plan as it evolved");
     assert_eq!(
         export.plans[1].explanation.as_deref(),
         Some("the file is made")
@@ -200,7 +206,7 @@ async fn an_export_reads_back_complete_with_a_screenshot_a_spill_and_an_answer_a
         "# Task ",
         "## Objective",
         "## Plan",
-        "### Revision 2",
+        "### Revision 3",
         "- [x] make the big file",
         "## Conversation",
         "### tool call `read_file` (ok)",
