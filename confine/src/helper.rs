@@ -266,8 +266,8 @@ fn probe() {
 mod imp {
     use std::path::{Path, PathBuf};
 
-    use crate::clone_into::{self, Side};
     use super::{Entered, HelperError};
+    use crate::clone_into::{self, Side};
 
     /// Born inside the cgroup where the kernel can, else joined.
     pub fn enter_cgroup(dir: &Path) -> Result<Entered, HelperError> {

@@ -63,12 +63,16 @@ impl Sqlite {
             .busy_timeout(Duration::from_secs(5))
             .log_statements(tracing::log::LevelFilter::Trace);
         // A new file frees retention's pages incrementally (an older one is converted by
-        // its first pass, see `keep.rs`); the setting means nothing to the readers.
-        let mut writer = options
-            .clone()
-            .auto_vacuum(SqliteAutoVacuum::Incremental)
-            .connect()
-            .await?;
+        // its first pass, see `keep.rs`); the setting means nothing to the readers. Only a new
+        // one: on an existing file the pragma is a write (the header's change counter), and a
+        // database this build refuses must be left byte for byte as it was.
+        let mut writer = if path.exists() {
+            options.clone()
+        } else {
+            options.clone().auto_vacuum(SqliteAutoVacuum::Incremental)
+        }
+        .connect()
+        .await?;
         let applied = refuse_newer_schema(&mut writer, path).await?;
         crate::store::say_pending(&MIGRATOR, applied);
         MIGRATOR.run_direct(&mut writer).await?;
