@@ -31,7 +31,7 @@ use lazyboy_tests::{TestDaemon, all_events, bin, output_of, wait_for, wait_task_
 use lazyboyd::confine::Confinement;
 use lazyboyd::tools::CommandRegistry;
 use lazyboyd::tools::commands::StartSpec;
-use lazyboyd::tools::exec::Host;
+use lazyboyd::confine::machine::Host;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
