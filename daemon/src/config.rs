@@ -351,7 +351,7 @@ impl ConfigFile {
     pub fn check(&self) -> Result<(), String> {
         crate::web::FetchSettings::from_section(&self.web)?;
         crate::web::search::Search::from_section(&self.web_search)?;
-        self.notify.check()?;
+        crate::notify::check(&self.notify)?;
         self.backup.check()?;
         self.retention.check()?;
         self.mcp.check()
