@@ -168,16 +168,3 @@ pub(super) fn render(
         &json,
     ))
 }
-
-super::facade! {
-    /// Up to `limit` events with `seq > after` that match `filter`, in `seq` order.
-    pub async fn events_after(
-        &self,
-        after: i64,
-        filter: &EventFilter,
-        limit: u32,
-    ) -> Result<Vec<LiveEvent>, StoreError>;
-
-    /// The highest `seq` in the log (0 when empty).
-    pub async fn last_seq(&self) -> Result<i64, StoreError>;
-}

@@ -21,6 +21,7 @@ mod boundaries;
 mod box_log;
 mod claims;
 pub mod conversation;
+mod dialect;
 mod events;
 mod keep;
 mod memories;
@@ -29,6 +30,7 @@ mod notify;
 mod postgres;
 mod projections;
 mod schedules;
+mod sql;
 mod sqlite;
 mod tasks;
 #[cfg(test)]
@@ -213,6 +215,18 @@ impl Store {
         }
     }
 
+    fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// The pool reads go to (SQLite: the read-only pool, never behind a write).
+    fn reader(&self) -> dialect::Pool<'_> {
+        match &*self.backend {
+            Backend::Sqlite(db) => (&db.reader).into(),
+            Backend::Postgres(db) => (&db.pool).into(),
+        }
+    }
+
     /// This daemon's place in the fleet.
     pub fn fleet(&self) -> &Fleet {
         match &*self.backend {
@@ -264,6 +278,11 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// A count or limit as a bound parameter (PostgreSQL has no unsigned types).
+fn int(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
 }
 
 /// A task's state as its column holds it, for errors.

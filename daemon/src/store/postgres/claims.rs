@@ -6,11 +6,11 @@
 use lazyboy_protocol::{EventBody, TaskState};
 use sqlx::PgConnection;
 
-use super::events::insert;
 use super::{DB_NOW_MS, Postgres, Tx, int};
 use crate::store::StoreError;
 use crate::store::claims::Renewal;
 use crate::store::events::LiveEvent;
+use crate::store::sql::events::insert;
 use crate::store::tasks::{SELECT_TASK, TaskRow};
 
 /// Whether a running task's claim may be taken over by `$1` (this node): nobody owns it,

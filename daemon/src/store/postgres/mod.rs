@@ -16,18 +16,13 @@
 //! for the log's notifications (sent by a statement trigger at commit) and re-reads the log
 //! in seq order, with a periodic re-read as the safety net.
 
-mod agents;
 mod claims;
 mod conversation;
-mod events;
-mod feed;
+pub(in crate::store) mod feed;
 pub(in crate::store) mod keep;
 mod memories;
 mod nodes;
-mod notify;
 pub(in crate::store) mod projections;
-mod schedules;
-mod tasks;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -52,8 +47,8 @@ const DB_NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
 type Tx<'a> = Transaction<'a, sqlx::Postgres>;
 
 pub(in crate::store) struct Postgres {
-    pool: PgPool,
-    feed: Arc<feed::Feed>,
+    pub(in crate::store) pool: PgPool,
+    pub(in crate::store) feed: Arc<feed::Feed>,
     pub(in crate::store) fleet: Fleet,
     /// Ends the feed's tailer.
     stop: CancellationToken,
@@ -82,7 +77,7 @@ impl Postgres {
         let schema: String = sqlx::query_scalar("SELECT current_schema()")
             .fetch_one(&pool)
             .await?;
-        let last = events::last_seq(&pool).await?;
+        let last = crate::store::sql::events::last_seq((&pool).into()).await?;
         let feed = Arc::new(feed::Feed::new(bus, last));
         let stop = CancellationToken::new();
         let channel = format!("lazyboy_events.{schema}");
@@ -107,7 +102,7 @@ impl Postgres {
 
     /// A write transaction that appends events: it holds the log's lock from here to its
     /// commit.
-    async fn begin(&self) -> Result<Tx<'static>, StoreError> {
+    pub(in crate::store) async fn begin(&self) -> Result<Tx<'static>, StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(LOG_LOCK)

@@ -5,9 +5,9 @@ use lazyboy_protocol::{EventBody, TaskState};
 use sqlx::{Connection, SqliteConnection};
 
 use super::Sqlite;
-use super::events::insert;
 use crate::store::claims::Renewal;
 use crate::store::events::LiveEvent;
+use crate::store::sql::events::insert;
 use crate::store::tasks::{SELECT_TASK, TaskRow};
 use crate::store::{StoreError, now_ms};
 

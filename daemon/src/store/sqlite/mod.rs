@@ -6,17 +6,12 @@
 //! order. Reads use a separate pool and never wait behind a write (WAL). The home's lock
 //! makes this daemon the file's only writer, so claims need no more than the mutex.
 
-mod agents;
 mod claims;
 mod conversation;
-mod events;
 pub(in crate::store) mod keep;
 mod memories;
 mod nodes;
-mod notify;
 pub(in crate::store) mod projections;
-mod schedules;
-mod tasks;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -29,6 +24,7 @@ use sqlx::sqlite::{
 };
 use tokio::sync::Mutex;
 
+use super::events::LiveEvent;
 use super::{Fleet, StoreError};
 use crate::bus::Bus;
 
@@ -38,8 +34,8 @@ use crate::bus::Bus;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
 pub(in crate::store) struct Sqlite {
-    writer: Mutex<SqliteConnection>,
-    reader: SqlitePool,
+    pub(in crate::store) writer: Mutex<SqliteConnection>,
+    pub(in crate::store) reader: SqlitePool,
     pub(in crate::store) bus: Bus,
     pub(in crate::store) fleet: Fleet,
 }
@@ -94,6 +90,14 @@ impl Sqlite {
             bus,
             fleet,
         })
+    }
+
+    /// Publishes a write's committed events: called while the writer's mutex is still
+    /// held, so the bus carries them in seq order.
+    pub(in crate::store) fn publish(&self, events: impl IntoIterator<Item = LiveEvent>) {
+        for event in events {
+            self.bus.publish(event);
+        }
     }
 
     /// Closes every connection; later calls fail.

@@ -6,11 +6,11 @@ use lazyboy_protocol::Conversation;
 use sqlx::{Connection, SqliteConnection};
 
 use super::Sqlite;
-use super::agents::SELECT_LIVE;
 use crate::store::StoreError;
 use crate::store::projections::conversation::{self, PageReader, page_sql};
 use crate::store::projections::fold::Row;
 use crate::store::projections::state::{BoardRows, OPEN, RECENT_TASKS};
+use crate::store::sql::agents::SELECT_LIVE;
 use crate::store::tasks::SELECT_TASK;
 
 /// The board's statements, named so the index test explains these very strings.
