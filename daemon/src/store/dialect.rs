@@ -18,6 +18,7 @@
 //!   mutex is released; PostgreSQL through the feed), so seq order stays publish order.
 //! - [`write_one!`]: `|c|` one statement without a transaction (SQLite: the writer;
 //!   PostgreSQL: the pool, so the statement takes any lock it needs itself).
+//! - [`snapshot!`]: `|tx|` a read-only transaction on one snapshot.
 //! - [`on!`] and [`on_pool!`]: for helpers that run inside a write (`|c|` the [`Conn`]'s
 //!   connection) or on a pool without the store (`|c|` the [`Pool`]).
 
@@ -94,11 +95,38 @@ pub(in crate::store) mod sqlite {
         serde_json::Value::from(ids.to_vec()).to_string()
     }
 
-    /// Whether this engine's store is its database's only writer (the home's lock).
-    pub const EXCLUSIVE: bool = true;
+    /// Whether this engine's store is its database's only writer (the home's lock), in SQL.
+    pub const EXCLUSIVE: &str = "TRUE";
 
     /// The larger of two values (a scalar `MAX` on SQLite).
     pub const GREATEST: &str = "MAX";
+
+    /// Full-text search, FTS5 (contentless tables kept by triggers): what to bind for
+    /// `words`, one phrase each, quoted so it is matched, never parsed as FTS syntax.
+    pub fn search_words(words: &[String]) -> Vec<String> {
+        let any = words
+            .iter()
+            .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        vec![any]
+    }
+
+    /// Memories `m` of agent `$1` matching the words bound from `$3`, best first, `$2` at
+    /// most.
+    pub fn memories_matching(_words: usize) -> String {
+        "SELECT m.key, m.text FROM memories_fts f JOIN memories m ON m.id = f.rowid \
+         WHERE memories_fts MATCH $3 AND m.agent_id = $1 ORDER BY f.rank LIMIT $2"
+            .to_owned()
+    }
+
+    /// Events `e` whose conversation text matches the words bound from `$first`.
+    pub fn conversation_matching(first: usize, _words: usize) -> String {
+        format!(
+            "FROM conversation_fts f JOIN events e ON e.seq = f.rowid \
+             WHERE conversation_fts MATCH ${first}"
+        )
+    }
 
     /// Before a one-statement append: nothing, the writer's mutex orders appends.
     pub const LOCK: &str = "";
@@ -132,10 +160,49 @@ pub(in crate::store) mod postgres {
     }
 
     /// Whether this engine's store is its database's only writer: never, others may share it.
-    pub const EXCLUSIVE: bool = false;
+    pub const EXCLUSIVE: &str = "FALSE";
 
     /// The larger of two values.
     pub const GREATEST: &str = "GREATEST";
+
+    /// Full-text search, a generated `tsvector` with a GIN index (the `simple`
+    /// configuration: words lower-cased, no stemming, like FTS5's default tokenizer): what
+    /// to bind for `words`, at most [`MAX_WORDS`], each one parameter.
+    pub fn search_words(words: &[String]) -> Vec<String> {
+        words[..words.len().min(MAX_WORDS)].to_vec()
+    }
+
+    /// The most words a search ORs together.
+    const MAX_WORDS: usize = 64;
+
+    /// A `tsquery` matching any of `count` words bound from `$first` on: each word goes
+    /// through `plainto_tsquery`, so it is matched as words, never parsed as query syntax.
+    fn any_word(first: usize, count: usize) -> String {
+        (first..first + count.clamp(1, MAX_WORDS))
+            .map(|n| format!("plainto_tsquery('simple', ${n})"))
+            .collect::<Vec<_>>()
+            .join(" || ")
+    }
+
+    /// Memories `m` of agent `$1` matching the words bound from `$3`, best first, `$2` at
+    /// most.
+    pub fn memories_matching(words: usize) -> String {
+        format!(
+            "SELECT m.key, m.text FROM memories m, (SELECT {} AS q) w \
+             WHERE m.agent_id = $1 AND m.tsv @@ w.q \
+             ORDER BY ts_rank(m.tsv, w.q) DESC, m.id LIMIT $2",
+            any_word(3, words)
+        )
+    }
+
+    /// Events `e` whose conversation text matches the words bound from `$first`.
+    pub fn conversation_matching(first: usize, words: usize) -> String {
+        format!(
+            "FROM events e, (SELECT {} AS q) w \
+             WHERE e.conversation_tsv IS NOT NULL AND e.conversation_tsv @@ w.q",
+            any_word(first, words)
+        )
+    }
 
     /// Before a one-statement append: the log's lock (`postgres::LOG_LOCK`), taken in a
     /// materialized CTE, which runs before the row and its seq are made.
@@ -210,6 +277,34 @@ macro_rules! write_one {
     };
 }
 pub(in crate::store) use write_one;
+
+/// Runs `$body` with `$tx` a read-only transaction on one snapshot (SQLite: a read
+/// transaction of the reader pool, one WAL snapshot from its first statement; PostgreSQL:
+/// `REPEATABLE READ`), and gives its value.
+macro_rules! snapshot {
+    ($store:expr, |$tx:ident| $body:expr) => {
+        match $store.backend() {
+            $crate::store::Backend::Sqlite(db) => {
+                #[allow(unused_imports)]
+                use $crate::store::dialect::sqlite as d;
+                let mut conn = db.reader.acquire().await?;
+                let mut $tx = sqlx::Connection::begin(&mut *conn).await?;
+                let value = $body;
+                $tx.commit().await?;
+                value
+            }
+            $crate::store::Backend::Postgres(db) => {
+                #[allow(unused_imports)]
+                use $crate::store::dialect::postgres as d;
+                let mut $tx = db.snapshot().await?;
+                let value = $body;
+                $tx.commit().await?;
+                value
+            }
+        }
+    };
+}
+pub(in crate::store) use snapshot;
 
 /// Runs `$body` with `$c` the connection of `$conn` (a [`Conn`]) and `d` its dialect.
 macro_rules! on {

@@ -16,13 +16,9 @@
 //! for the log's notifications (sent by a statement trigger at commit) and re-reads the log
 //! in seq order, with a periodic re-read as the safety net.
 
-mod claims;
-mod conversation;
 pub(in crate::store) mod feed;
 pub(in crate::store) mod keep;
-mod memories;
 mod nodes;
-pub(in crate::store) mod projections;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -112,6 +108,18 @@ impl Postgres {
     }
 }
 
+impl Postgres {
+    /// A read-only transaction on one snapshot: what a projection reads is current to the
+    /// seq it says (seq order is commit order).
+    pub(in crate::store) async fn snapshot(&self) -> Result<Tx<'static>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+}
+
 impl Drop for Postgres {
     fn drop(&mut self) {
         self.stop.cancel();
@@ -166,9 +174,4 @@ async fn refuse_newer_schema(pool: &PgPool) -> Result<Option<i64>, StoreError> {
         }),
         _ => Ok(found),
     }
-}
-
-/// A count or limit as PostgreSQL takes it (no unsigned types).
-fn int(n: impl TryInto<i64>) -> i64 {
-    n.try_into().unwrap_or(i64::MAX)
 }

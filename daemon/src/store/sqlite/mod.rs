@@ -6,12 +6,8 @@
 //! order. Reads use a separate pool and never wait behind a write (WAL). The home's lock
 //! makes this daemon the file's only writer, so claims need no more than the mutex.
 
-mod claims;
-mod conversation;
 pub(in crate::store) mod keep;
-mod memories;
 mod nodes;
-pub(in crate::store) mod projections;
 
 use std::path::Path;
 use std::str::FromStr;
