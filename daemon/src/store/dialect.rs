@@ -128,6 +128,12 @@ pub(in crate::store) mod sqlite {
         )
     }
 
+    /// The size of an event's stored data (SQLite's `length` of its text).
+    pub const DATA_LENGTH: &str = "length(data)";
+    /// What opens and closes the append-only trigger's one door (retention's rewrite).
+    pub const REWRITE_OPEN: &[&str] = &["INSERT INTO events_rewrite (id) VALUES (1)"];
+    pub const REWRITE_CLOSE: &[&str] = &["DELETE FROM events_rewrite"];
+
     /// Before a one-statement append: nothing, the writer's mutex orders appends.
     pub const LOCK: &str = "";
     /// After its `SELECT` list, and before its first table.
@@ -203,6 +209,13 @@ pub(in crate::store) mod postgres {
             any_word(first, words)
         )
     }
+
+    /// The size of an event's stored data in bytes.
+    pub const DATA_LENGTH: &str = "octet_length(data::text)";
+    /// What opens the append-only trigger's one door for this transaction (retention's
+    /// rewrite); it closes with the transaction.
+    pub const REWRITE_OPEN: &[&str] = &["SET LOCAL lazyboy.rewrite = 'on'"];
+    pub const REWRITE_CLOSE: &[&str] = &[];
 
     /// Before a one-statement append: the log's lock (`postgres::LOG_LOCK`), taken in a
     /// materialized CTE, which runs before the row and its seq are made.

@@ -14,23 +14,12 @@ use lazyboy_protocol::BackupCounts;
 
 use super::{Store, StoreError};
 
+// What only one engine does (SQLite's file, PostgreSQL's server): `sqlite/keep.rs`,
+// `postgres/keep.rs`.
 super::facade! {
     /// Writes a consistent copy of the whole database to `path` (which must not exist).
     /// SQLite only: PostgreSQL's copy is `pg_dump`'s.
     pub async fn snapshot_into(&self, path: &Path) -> Result<(), StoreError>;
-    /// The tasks in an ended state whose row last changed before `cutoff_ms`, oldest first.
-    pub async fn ended_tasks_before(&self, cutoff_ms: i64) -> Result<Vec<String>, StoreError>;
-    /// Up to `limit` of the task's `tool_result` events after seq `after` whose stored data
-    /// is over `min_bytes` (a stub is smaller): `(seq, data)`, oldest first.
-    pub async fn retention_batch(
-        &self,
-        task: &str,
-        after: i64,
-        min_bytes: i64,
-        limit: i64,
-    ) -> Result<Vec<(i64, String)>, StoreError>;
-    /// Replaces the data of each `(seq, data)` `tool_result` event, in one transaction.
-    pub async fn rewrite_results(&self, rows: &[(i64, String)]) -> Result<u64, StoreError>;
     /// Gives the space freed back (SQLite: incremental vacuum, after a one-time conversion
     /// of an older file; PostgreSQL: `VACUUM` of the log).
     pub async fn reclaim(&self) -> Result<(), StoreError>;

@@ -18,7 +18,6 @@
 
 pub(in crate::store) mod feed;
 pub(in crate::store) mod keep;
-mod nodes;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -35,10 +34,6 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgre
 
 /// The advisory lock that orders the event log (and every claim): "LazyBoy" in ASCII.
 const LOG_LOCK: i64 = 0x004c_617a_7942_6f79;
-
-/// The database server's clock in Unix milliseconds: leases are computed and compared on it,
-/// so daemons on machines with skewed clocks agree on when one expires.
-const DB_NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 type Tx<'a> = Transaction<'a, sqlx::Postgres>;
 

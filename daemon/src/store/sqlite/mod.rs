@@ -7,7 +7,6 @@
 //! makes this daemon the file's only writer, so claims need no more than the mutex.
 
 pub(in crate::store) mod keep;
-mod nodes;
 
 use std::path::Path;
 use std::str::FromStr;
