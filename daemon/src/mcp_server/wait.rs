@@ -14,7 +14,7 @@ use rmcp::model::ProgressNotificationParam;
 
 use super::call::{Call, ToolError};
 use super::status::{current_step, progress_line};
-use crate::bus::Subscription;
+use crate::store::Subscription;
 use crate::store::{EventFilter, TaskRow, Topic};
 
 /// How a wait ended (when the task did not just end it).

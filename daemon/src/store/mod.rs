@@ -32,6 +32,7 @@ mod projections;
 mod schedules;
 mod sql;
 mod sqlite;
+mod subscription;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -43,6 +44,7 @@ pub use events::{EventFilter, LiveEvent, Topic};
 pub use nodes::{NodeHolder, NodeRow};
 pub use notify::{NotifyCursor, OutboxEvent, SubscriptionRow};
 pub use schedules::{FireOutcome, Firing, ScheduleRow};
+pub use subscription::Subscription;
 pub use tasks::{DEFAULT_LEASE_TTL_MS, TaskRow};
 
 use std::path::{Path, PathBuf};
