@@ -15,6 +15,7 @@ mod fleet;
 mod memories;
 mod projections;
 mod schedules;
+mod schema;
 mod tasks;
 
 use sqlx::Connection;
