@@ -16,8 +16,9 @@
 //!   PostgreSQL: holding the log's advisory lock, see `postgres/mod.rs`); the body returns
 //!   `(value, events)`, the macro commits and then publishes `events` (SQLite before the
 //!   mutex is released; PostgreSQL through the feed), so seq order stays publish order.
-//! - [`write_one!`]: `|c|` one statement without a transaction (SQLite: the writer;
-//!   PostgreSQL: the pool, so the statement takes any lock it needs itself).
+//! - [`write_one!`]: `|c|` a connection for one statement without a transaction (SQLite:
+//!   the writer; PostgreSQL: one of the pool's, so the statement takes any lock it needs
+//!   itself).
 //! - [`snapshot!`]: `|tx|` a read-only transaction on one snapshot.
 //! - [`on!`] and [`on_pool!`]: for helpers that run inside a write (`|c|` the [`Conn`]'s
 //!   connection) or on a pool without the store (`|c|` the [`Pool`]).
@@ -281,7 +282,8 @@ macro_rules! write_one {
             $crate::store::Backend::Postgres(db) => {
                 #[allow(unused_imports)]
                 use $crate::store::dialect::postgres as d;
-                let $c = &db.pool;
+                let mut conn = db.pool.acquire().await?;
+                let $c = &mut *conn;
                 let (value, events) = $body;
                 db.feed.committed(events);
                 value

@@ -1,12 +1,14 @@
 //! The store: the daemon's one handle on its database, SQLite (the default: a file in the
 //! home, one daemon) or PostgreSQL (several daemons sharing one database).
 //!
-//! `Store` is a facade over an enum of backends (`sqlite/`, `postgres/`), one file per table
-//! family in each; the files here hold what both share (row types, the wire rendering of an
-//! event, pure helpers) and the facade's method list (the `facade!` blocks), which is the
-//! backend interface: the compiler checks that both backends answer every method.
+//! `Store` is one handle over an enum of engines (`sqlite/`, `postgres/`: opening, the
+//! writer or pool, migrations, and what only that engine does). Each operation is written
+//! once, in `sql/` (one file per table family, methods on `Store`): `dialect.rs`'s macros
+//! expand its body once per engine, and what the SQL of the two really differs in comes from
+//! the dialect. The files here hold what the operations share (row types, the wire rendering
+//! of an event, pure helpers); `projections/` folds the dashboard's reads.
 //!
-//! Invariants both backends keep:
+//! Invariants both engines keep:
 //! - Every state change appends its event in the same transaction; the event log is
 //!   append-only (the database refuses UPDATE and DELETE on it).
 //! - Events are published to the [`Bus`] after their commit, in `seq` order, and `seq` order
@@ -168,24 +170,6 @@ enum Backend {
     Postgres(postgres::Postgres),
 }
 
-/// Forwards each listed method to the backend in use: the list is the backend interface.
-macro_rules! facade {
-    ($( $(#[$meta:meta])* $vis:vis async fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty; )*) => {
-        impl $crate::store::Store {
-            $(
-                $(#[$meta])*
-                $vis async fn $name(&self $(, $arg: $ty)*) -> $ret {
-                    match &*self.backend {
-                        $crate::store::Backend::Sqlite(db) => db.$name($($arg),*).await,
-                        $crate::store::Backend::Postgres(db) => db.$name($($arg),*).await,
-                    }
-                }
-            )*
-        }
-    };
-}
-pub(crate) use facade;
-
 impl Store {
     /// Opens (creating if needed) the SQLite database at `path` as the default node: what
     /// one daemon on one machine uses, and what most tests use.
@@ -271,6 +255,24 @@ fn say_pending(migrator: &sqlx::migrate::Migrator, applied: Option<i64>) {
         crate::telemetry::progress(&format!(
             "applying {pending} migration(s) to the database (newest it has: {applied})"
         ));
+    }
+}
+
+/// The newest migration the database has applied (`found`), or the refusal when it is newer
+/// than any this build knows (the database `place`).
+fn refuse_newer(
+    migrator: &sqlx::migrate::Migrator,
+    found: Option<i64>,
+    place: impl FnOnce() -> String,
+) -> Result<Option<i64>, StoreError> {
+    let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    match found {
+        Some(found) if found > known => Err(StoreError::NewerSchema {
+            path: place(),
+            found,
+            known,
+        }),
+        _ => Ok(found),
     }
 }
 

@@ -121,35 +121,6 @@ impl Drop for Postgres {
     }
 }
 
-#[cfg(test)]
-impl Postgres {
-    pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
-        Ok(sqlx::query(sql).execute(&self.pool).await?.rows_affected())
-    }
-
-    pub(in crate::store) async fn explain(
-        &self,
-        sql: &str,
-        binds: &[crate::store::tests::Bind],
-    ) -> Result<String, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("SET LOCAL enable_seqscan = off")
-            .execute(&mut *tx)
-            .await?;
-        let sql = format!("EXPLAIN {sql}");
-        let mut query = sqlx::query_scalar::<_, String>(&sql);
-        for value in binds {
-            query = match value {
-                crate::store::tests::Bind::Int(n) => query.bind(*n),
-                crate::store::tests::Bind::Text(t) => query.bind(*t),
-            };
-        }
-        let lines = query.fetch_all(&mut *tx).await?;
-        tx.rollback().await?;
-        Ok(lines.join("\n"))
-    }
-}
-
 async fn refuse_newer_schema(pool: &PgPool) -> Result<Option<i64>, StoreError> {
     let has_table: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
         .fetch_one(pool)
@@ -157,16 +128,8 @@ async fn refuse_newer_schema(pool: &PgPool) -> Result<Option<i64>, StoreError> {
     if !has_table {
         return Ok(None);
     }
-    let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+    let found = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
         .fetch_one(pool)
         .await?;
-    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    match found {
-        Some(found) if found > known => Err(StoreError::NewerSchema {
-            path: "the PostgreSQL database".to_owned(),
-            found,
-            known,
-        }),
-        _ => Ok(found),
-    }
+    crate::store::refuse_newer(&MIGRATOR, found, || "the PostgreSQL database".to_owned())
 }

@@ -114,7 +114,6 @@ impl Store {
     ) -> Result<Vec<TaskRow>, StoreError> {
         let fleet = self.fleet();
         Ok(write!(self, |tx| {
-            let here = d::list(running_here);
             let sql = format!(
                 "UPDATE tasks SET {claimed} \
                  WHERE state IN ('running', 'recovering') AND {takeable} AND id IN ( \
@@ -134,7 +133,7 @@ impl Store {
             let mut ids: Vec<String> = sqlx::query_scalar(&sql)
                 .bind(&fleet.node)
                 .bind(fleet.lease_ttl_ms)
-                .bind(&here)
+                .bind(d::list(running_here))
                 .bind(int(capacity))
                 .fetch_all(&mut *tx)
                 .await?;
@@ -152,7 +151,7 @@ impl Store {
                 sqlx::query_scalar::<_, String>(&sql)
                     .bind(&fleet.node)
                     .bind(fleet.lease_ttl_ms)
-                    .bind(&here)
+                    .bind(d::list(running_here))
                     .fetch_all(&mut *tx)
                     .await?,
             );

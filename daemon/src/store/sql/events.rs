@@ -12,6 +12,15 @@ use crate::store::{Store, StoreError, int, now_ms};
 /// The columns of an appended event.
 const INSERT: &str = "INSERT INTO events (thread_id, agent_id, task_id, kind, data, at_ms)";
 
+/// Whether an append runs inside a write that holds the log's lock, or is a statement on
+/// its own that takes it (PostgreSQL: in a materialized CTE, which runs before the row and
+/// its seq are made; SQLite: the writer's mutex is the lock either way).
+#[derive(Clone, Copy)]
+enum Lock {
+    Held,
+    Take,
+}
+
 /// Inserts one event on a write's open transaction ([`write!`]); the macro publishes it
 /// after the commit.
 pub(in crate::store) async fn insert<'c>(
@@ -19,11 +28,25 @@ pub(in crate::store) async fn insert<'c>(
     target: &Target<'_>,
     body: &EventBody,
 ) -> Result<LiveEvent, StoreError> {
+    append(conn, Lock::Held, target, body).await
+}
+
+/// Appends one event to `target`'s thread.
+async fn append<'c>(
+    conn: impl Into<Conn<'c>>,
+    lock: Lock,
+    target: &Target<'_>,
+    body: &EventBody,
+) -> Result<LiveEvent, StoreError> {
     let (kind, data) = encode(body)?;
     let at_ms = now_ms();
     let seq: i64 = on!(conn.into(), |c| {
+        let (with, from) = match lock {
+            Lock::Held => ("", ""),
+            Lock::Take => (d::LOCK, d::FROM_LOCK),
+        };
         sqlx::query_scalar(&format!(
-            "{INSERT} VALUES ($1, $2, $3, $4, $5{}, $6) RETURNING seq",
+            "{with}{INSERT} SELECT $1, $2, $3, $4, $5{}, $6{from} RETURNING seq",
             d::JSON
         ))
         .bind(target.thread)
@@ -38,45 +61,44 @@ pub(in crate::store) async fn insert<'c>(
     render(seq, kind, target, at_ms, &data)
 }
 
-/// [`Store::append_to_chat`] on a write's open transaction (which holds any lock needed).
+/// [`Store::append_to_chat`] on a write's open transaction (which holds the lock).
 pub(in crate::store) async fn insert_into_chat<'c>(
     conn: impl Into<Conn<'c>>,
     name: &str,
     body: &EventBody,
 ) -> Result<Option<(LiveEvent, String)>, StoreError> {
+    append_to_chat(conn, Lock::Held, name, body).await
+}
+
+/// Appends `body` to the chat thread of the live agent called `name`, in one statement;
+/// `None` if there is no such agent. Gives the event and the thread id.
+async fn append_to_chat<'c>(
+    conn: impl Into<Conn<'c>>,
+    lock: Lock,
+    name: &str,
+    body: &EventBody,
+) -> Result<Option<(LiveEvent, String)>, StoreError> {
     let (kind, data) = encode(body)?;
     let at_ms = now_ms();
-    let row = on!(conn.into(), |c| {
-        sqlx::query_as(&chat_insert("", d::JSON, ""))
-            .bind(kind)
-            .bind(data.get())
-            .bind(at_ms)
-            .bind(name)
-            .fetch_optional(c)
-            .await?
+    let row: Option<(i64, i64, String)> = on!(conn.into(), |c| {
+        let (with, join) = match lock {
+            Lock::Held => ("", ""),
+            Lock::Take => (d::LOCK, d::LOCK_JOIN),
+        };
+        sqlx::query_as(&format!(
+            "{with}{INSERT} SELECT t.id, a.id, NULL, $1, $2{}, $3 \
+             FROM {join}agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
+             WHERE a.name = $4 AND a.deleted_at_ms IS NULL \
+             RETURNING seq, agent_id, thread_id",
+            d::JSON
+        ))
+        .bind(kind)
+        .bind(data.get())
+        .bind(at_ms)
+        .bind(name)
+        .fetch_optional(c)
+        .await?
     });
-    chat_event(row, name, kind, at_ms, &data)
-}
-
-/// The append to a live agent's chat thread, found by its name (`$4`), with `lock` and
-/// `lock_join` the one-statement lock's fragments (or nothing, inside a transaction).
-fn chat_insert(lock: &str, json: &str, lock_join: &str) -> String {
-    format!(
-        "{lock}{INSERT} SELECT t.id, a.id, NULL, $1, $2{json}, $3 \
-         FROM {lock_join}agents a JOIN threads t ON t.agent_id = a.id AND t.kind = 'chat' \
-         WHERE a.name = $4 AND a.deleted_at_ms IS NULL \
-         RETURNING seq, agent_id, thread_id"
-    )
-}
-
-/// The event a chat append made (its `RETURNING` row), and its thread.
-fn chat_event(
-    row: Option<(i64, i64, String)>,
-    name: &str,
-    kind: &str,
-    at_ms: i64,
-    data: &RawValue,
-) -> Result<Option<(LiveEvent, String)>, StoreError> {
     let Some((seq, agent_id, thread)) = row else {
         return Ok(None);
     };
@@ -86,36 +108,19 @@ fn chat_event(
         thread: &thread,
         task: None,
     };
-    let event = render(seq, kind, &target, at_ms, data)?;
+    let event = render(seq, kind, &target, at_ms, &data)?;
     Ok(Some((event, thread)))
 }
 
 impl Store {
-    /// Appends one event in one statement and publishes it (PostgreSQL: the statement takes
-    /// the log's lock itself, in a materialized CTE that runs before the row is made).
+    /// Appends one event in one statement and publishes it.
     pub(in crate::store) async fn append_one(
         &self,
         target: &Target<'_>,
         body: &EventBody,
     ) -> Result<LiveEvent, StoreError> {
-        let (kind, data) = encode(body)?;
-        let at_ms = now_ms();
         Ok(write_one!(self, |c| {
-            let seq: i64 = sqlx::query_scalar(&format!(
-                "{}{INSERT} SELECT $1, $2, $3, $4, $5{}, $6{} RETURNING seq",
-                d::LOCK,
-                d::JSON,
-                d::FROM_LOCK
-            ))
-            .bind(target.thread)
-            .bind(target.agent_id)
-            .bind(target.task)
-            .bind(kind)
-            .bind(data.get())
-            .bind(at_ms)
-            .fetch_one(c)
-            .await?;
-            let event = render(seq, kind, target, at_ms, &data)?;
+            let event = append(c, Lock::Take, target, body).await?;
             (event.clone(), [event])
         }))
     }
@@ -147,26 +152,15 @@ impl Store {
         }))
     }
 
-    /// Appends `body` to the chat thread of the live agent called `name`, in one statement
-    /// (PostgreSQL: which takes the log's lock itself); `None` if there is no such agent.
-    /// Gives the event and the thread id.
+    /// Appends `body` to the chat thread of the live agent called `name`, in one statement;
+    /// `None` if there is no such agent. Gives the event and the thread id.
     pub(in crate::store) async fn append_to_chat(
         &self,
         name: &str,
         body: &EventBody,
     ) -> Result<Option<(LiveEvent, String)>, StoreError> {
-        let (kind, data) = encode(body)?;
-        let at_ms = now_ms();
         Ok(write_one!(self, |c| {
-            let sql = chat_insert(d::LOCK, d::JSON, d::LOCK_JOIN);
-            let row = sqlx::query_as(&sql)
-                .bind(kind)
-                .bind(data.get())
-                .bind(at_ms)
-                .bind(name)
-                .fetch_optional(c)
-                .await?;
-            let appended = chat_event(row, name, kind, at_ms, &data)?;
+            let appended = append_to_chat(c, Lock::Take, name, body).await?;
             let event = appended.as_ref().map(|(event, _)| event.clone());
             (appended, event)
         }))

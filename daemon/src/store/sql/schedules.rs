@@ -92,7 +92,7 @@ impl Store {
 
     /// Removes a schedule (its events stay in the log) and logs `schedule_removed`.
     pub async fn delete_schedule(&self, id: &str) -> Result<(), StoreError> {
-        Ok(write!(self, |tx| {
+        write!(self, |tx| {
             let (row, thread) = locked(&mut *tx, id).await?;
             sqlx::query("DELETE FROM schedules WHERE id = $1")
                 .bind(id)
@@ -103,7 +103,8 @@ impl Store {
             };
             let event = insert(&mut *tx, &row.chat(&thread), &body).await?;
             ((), [event])
-        }))
+        });
+        Ok(())
     }
 
     /// Pauses (`next_run_at_ms` = `None`) or resumes (from `next_run_at_ms`) a schedule, and

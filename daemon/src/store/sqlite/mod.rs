@@ -109,34 +109,6 @@ impl Sqlite {
     }
 }
 
-#[cfg(test)]
-impl Sqlite {
-    pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
-        let mut writer = self.writer.lock().await;
-        Ok(sqlx::query(sql)
-            .execute(&mut *writer)
-            .await?
-            .rows_affected())
-    }
-
-    pub(in crate::store) async fn explain(
-        &self,
-        sql: &str,
-        binds: &[crate::store::tests::Bind],
-    ) -> Result<String, sqlx::Error> {
-        let sql = format!("EXPLAIN QUERY PLAN {sql}");
-        let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
-        for value in binds {
-            query = match value {
-                crate::store::tests::Bind::Int(n) => query.bind(*n),
-                crate::store::tests::Bind::Text(t) => query.bind(*t),
-            };
-        }
-        let rows = query.fetch_all(&self.reader).await?;
-        Ok(rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n"))
-    }
-}
-
 async fn refuse_newer_schema(
     conn: &mut SqliteConnection,
     path: &Path,
@@ -149,16 +121,8 @@ async fn refuse_newer_schema(
     if has_table.is_none() {
         return Ok(None);
     }
-    let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+    let found = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
         .fetch_one(&mut *conn)
         .await?;
-    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    match found {
-        Some(found) if found > known => Err(StoreError::NewerSchema {
-            path: path.display().to_string(),
-            found,
-            known,
-        }),
-        _ => Ok(found),
-    }
+    crate::store::refuse_newer(&MIGRATOR, found, || path.display().to_string())
 }
