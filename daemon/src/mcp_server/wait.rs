@@ -16,8 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::ToolError;
 use super::status::{current_step, progress_line};
-use crate::bus::Subscription;
-use crate::store::{EventFilter, Store, TaskRow, Topic};
+use crate::store::{EventFilter, Store, Subscription, TaskRow, Topic};
 
 /// How a wait ended (when the task did not just end it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

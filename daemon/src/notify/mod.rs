@@ -2,7 +2,7 @@
 //! dashboard, ntfy, a webhook and email.
 //!
 //! It is fed from the event log, never called by a tool or the turn loop: one follower of the
-//! log (`runner.rs`, a [`crate::bus::Subscription`] from its saved cursor) reads the events
+//! log (`runner.rs`, a [`crate::store::Subscription`] from its saved cursor) reads the events
 //! that may deserve a person (`lazyboy_protocol::SOURCE_KINDS`), decides what each owes
 //! (`outbox.rs`), records a `notification_due` per channel in the event's thread, and a
 //! dispatcher makes the attempts, each in a task of its own with a deadline, recording

@@ -16,7 +16,7 @@ use tokio::time::sleep_until;
 
 use super::outbox::{self, Attempt, Ledger, Owed};
 use super::{Notifier, payload};
-use crate::bus::Subscription;
+use crate::store::Subscription;
 use crate::store::{EventFilter, NotifyCursor, StoreError};
 
 /// How long this daemon's hold on the notifier lasts without renewal.

@@ -6,7 +6,7 @@ use lazyboy_protocol::{Agent, AgentState, EventBody, TaskState};
 
 use super::StoreError;
 use super::boundaries::{Boundaries, BoundaryChange};
-use super::events::{LiveEvent, Target};
+use super::events::Target;
 
 /// A live (not deleted) agent with its chat thread.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -196,49 +196,4 @@ impl super::Store {
         self.update_agent_with(name, instructions, model, workspace, mcp, &boundaries)
             .await
     }
-}
-
-super::facade! {
-    /// [`Store::create_agent`] with its boundaries set in the same transaction.
-    pub async fn create_agent_with(
-        &self,
-        name: &str,
-        instructions: &str,
-        model: Option<&str>,
-        workspace: Option<&str>,
-        boundaries: &BoundaryChange,
-    ) -> Result<AgentRow, StoreError>;
-
-    /// Every live agent, by name.
-    pub async fn list_agents(&self) -> Result<Vec<AgentRow>, StoreError>;
-
-    /// The live agent called `name`.
-    pub async fn agent(&self, name: &str) -> Result<AgentRow, StoreError>;
-
-    /// [`Store::update_agent`], changing its boundaries too in the same transaction.
-    pub async fn update_agent_with(
-        &self,
-        name: &str,
-        instructions: Option<&str>,
-        model: Option<&str>,
-        workspace: Option<&str>,
-        mcp: Option<&[String]>,
-        boundaries: &BoundaryChange,
-    ) -> Result<AgentRow, StoreError>;
-
-    /// The boundaries of agent `agent_id` (also a deleted one: its last tasks still end).
-    pub async fn agent_boundaries(&self, agent_id: i64) -> Result<Boundaries, StoreError>;
-
-    /// Pins the agent's tasks to `node` (`None`: any node) and logs `agent_pinned`.
-    pub async fn pin_agent(&self, name: &str, node: Option<&str>) -> Result<AgentRow, StoreError>;
-
-    /// Deletes an agent (its events stay in the log) and logs `agent_deleted`.
-    pub async fn delete_agent(&self, name: &str) -> Result<(), StoreError>;
-
-    /// Appends `body` to the live agent's chat thread; returns the thread and the event.
-    pub async fn append_to_agent(
-        &self,
-        name: &str,
-        body: &EventBody,
-    ) -> Result<(String, LiveEvent), StoreError>;
 }

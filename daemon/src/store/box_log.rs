@@ -7,11 +7,6 @@ use serde_json::Value;
 
 use super::{Store, StoreError};
 
-super::facade! {
-    /// Every `box_lock` event about this node's box, oldest first: `(task, data, at_ms)`.
-    pub(super) async fn box_lock_rows(&self) -> Result<Vec<(String, String, i64)>, StoreError>;
-}
-
 impl Store {
     /// Every `box_lock` event about this node's box, oldest first: `(task, data, at_ms)`.
     pub async fn box_lock_events(&self) -> Result<Vec<(String, Value, i64)>, StoreError> {

@@ -23,8 +23,6 @@
 
 use lazyboy_protocol::TaskState;
 
-use super::{StoreError, TaskRow};
-
 /// The precondition of a task's state change.
 #[derive(Debug, Clone, Copy)]
 pub enum TaskGuard {
@@ -41,32 +39,4 @@ pub struct Renewal {
     pub renewed: Vec<String>,
     /// Of those, the ones a person asked (on some daemon) to stop.
     pub stop: Vec<String>,
-}
-
-super::facade! {
-    /// Claims the oldest queued top-level task this node may run: its agent unpinned or
-    /// pinned here, no other top-level task of the agent running anywhere, and this node
-    /// running fewer than `capacity` top-level tasks. `None` when there is none.
-    pub async fn claim_next(&self, capacity: usize) -> Result<Option<TaskRow>, StoreError>;
-
-    /// Claims every queued subagent whose parent last ran on this node.
-    pub async fn claim_subagents(&self) -> Result<Vec<TaskRow>, StoreError>;
-
-    /// Claims, as `recovering`, running tasks no live loop holds: expired leases, tasks this
-    /// node owned before a restart (and, when the store is exclusive, every one), except
-    /// `running_here`; top-level ones up to `capacity` less what this node runs, then the
-    /// subagents of every task it now holds.
-    pub async fn claim_expired(
-        &self,
-        capacity: usize,
-        running_here: &[String],
-    ) -> Result<Vec<TaskRow>, StoreError>;
-
-    /// Renews the leases of these tasks of this node: one statement, no event (a lease is
-    /// state, not history).
-    pub async fn renew(&self, ids: &[String]) -> Result<Renewal, StoreError>;
-
-    /// Asks the node running the task to stop it (it sees the request when it renews its
-    /// leases). `false` if the task is not running.
-    pub async fn request_stop(&self, id: &str) -> Result<bool, StoreError>;
 }

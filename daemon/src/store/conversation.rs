@@ -66,42 +66,6 @@ impl Row {
     }
 }
 
-super::facade! {
-    /// The seq of the agent's last `team clear` (0 if never cleared).
-    pub async fn generation_start(&self, agent_id: i64) -> Result<i64, StoreError>;
-
-    /// One event of the agent, whole (what a stub in a trimmed request points to).
-    pub async fn agent_event(
-        &self,
-        agent_id: i64,
-        seq: i64,
-    ) -> Result<Option<(String, serde_json::Value)>, StoreError>;
-
-    /// The conversation's events newest first, after `since` and before `before`, of the
-    /// agent's chat thread and top-level tasks.
-    async fn conversation_events(
-        &self,
-        agent_id: i64,
-        since: i64,
-        before: i64,
-        limit: u32,
-    ) -> Result<Vec<Row>, StoreError>;
-
-    /// The agent's latest `summary` in its chat thread after `since`.
-    async fn summary_event(&self, agent_id: i64, since: i64) -> Result<Option<Row>, StoreError>;
-
-    /// The conversation's events matching any of `words` (each matched as words, never
-    /// parsed as search syntax), newest first.
-    async fn search_events(
-        &self,
-        agent_id: i64,
-        words: &[String],
-        since: i64,
-        before: i64,
-        limit: u32,
-    ) -> Result<Vec<Row>, StoreError>;
-}
-
 impl Store {
     /// The agent's conversation in the current generation before `before_seq`, newest last,
     /// at most `limit` lines; subagents' tasks are not part of it.

@@ -1,95 +1,21 @@
-//! The event log's shared parts: the rendered event, filters, and the wire rendering both
-//! backends use.
+//! The event log's shared parts: filters, and the wire rendering every append and read uses
+//! (the statements are in `sql/events.rs`; the rendered [`LiveEvent`] is the bus's).
 //!
 //! An event is rendered once into its SSE frame (`id: <seq>\ndata: <json>\n\n`) when it is
 //! written or read; every subscriber sends that same buffer (a refcounted `Bytes`), so the
-//! cost of fanning out does not grow with formatting work per subscriber. SQLite builds the
-//! JSON in SQL (`json_object`); PostgreSQL returns the columns and [`render`] builds it here,
-//! with `data` passed through untouched (a `json` column keeps its text as written), so the
-//! same event reads back as the same bytes on both.
+//! cost of fanning out does not grow with formatting work per subscriber. Reads return the
+//! columns and [`render`] builds the JSON here, with `data` passed through untouched (SQLite
+//! keeps the text; a PostgreSQL `json` column keeps its text as written), so the same event
+//! reads back as the same bytes it was published as, on both engines.
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
 use lazyboy_protocol::EventBody;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::StoreError;
-
-/// A committed event, ready to send.
-#[derive(Debug, Clone)]
-pub struct LiveEvent {
-    pub seq: i64,
-    pub agent_id: i64,
-    pub task: Option<Arc<str>>,
-    /// What the event is about, for whoever reacts to other daemons' changes.
-    pub topic: Topic,
-    /// Whether a notification may be owed for it (its kind is one of
-    /// [`lazyboy_protocol::SOURCE_KINDS`]): the notifier parses only these.
-    pub notable: bool,
-    /// The whole SSE message; the event's JSON is `frame[json_start..frame.len() - 2]`.
-    frame: Bytes,
-    json_start: usize,
-}
-
-/// Whether an event changes what a scheduler (a task's life: created, state, finished) or a
-/// schedule timer should do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topic {
-    Task,
-    Schedule,
-    Other,
-}
-
-impl Topic {
-    fn of(kind: &str) -> Topic {
-        if kind.starts_with("task_") {
-            Topic::Task
-        } else if kind.starts_with("schedule_") {
-            Topic::Schedule
-        } else {
-            Topic::Other
-        }
-    }
-}
-
-impl LiveEvent {
-    pub(super) fn new(
-        seq: i64,
-        agent_id: i64,
-        task: Option<&str>,
-        kind: &str,
-        json: &str,
-    ) -> LiveEvent {
-        let id = format!("id: {seq}\ndata: ");
-        let mut frame = BytesMut::with_capacity(id.len() + json.len() + 2);
-        frame.put_slice(id.as_bytes());
-        frame.put_slice(json.as_bytes());
-        frame.put_slice(b"\n\n");
-        LiveEvent {
-            seq,
-            agent_id,
-            task: task.map(Arc::from),
-            topic: Topic::of(kind),
-            notable: lazyboy_protocol::SOURCE_KINDS.contains(&kind),
-            frame: frame.freeze(),
-            json_start: id.len(),
-        }
-    }
-
-    /// The SSE message: `id: <seq>`, `data: <json>`, blank line.
-    pub fn frame(&self) -> &Bytes {
-        &self.frame
-    }
-
-    /// The [`lazyboy_protocol::Event`] as JSON.
-    pub fn json(&self) -> &str {
-        let json = &self.frame[self.json_start..self.frame.len() - 2];
-        // Built from `&str` pieces in `new`, so always UTF-8.
-        std::str::from_utf8(json).unwrap_or_default()
-    }
-}
+pub use crate::bus::{LiveEvent, Topic};
 
 /// Which events a reader wants.
 #[derive(Debug, Clone, Default)]
@@ -110,9 +36,7 @@ impl EventFilter {
     }
 }
 
-/// The wire shape of [`lazyboy_protocol::Event`], borrowing its parts. SQLite's
-/// `json_object` in `sqlite::events` must produce the same keys in the same order (a test
-/// checks).
+/// The wire shape of [`lazyboy_protocol::Event`], borrowing its parts.
 #[derive(Serialize)]
 struct WireEvent<'a> {
     seq: i64,
@@ -167,17 +91,4 @@ pub(super) fn render(
         kind,
         &json,
     ))
-}
-
-super::facade! {
-    /// Up to `limit` events with `seq > after` that match `filter`, in `seq` order.
-    pub async fn events_after(
-        &self,
-        after: i64,
-        filter: &EventFilter,
-        limit: u32,
-    ) -> Result<Vec<LiveEvent>, StoreError>;
-
-    /// The highest `seq` in the log (0 when empty).
-    pub async fn last_seq(&self) -> Result<i64, StoreError>;
 }

@@ -12,34 +12,36 @@ use std::path::Path;
 
 use lazyboy_protocol::BackupCounts;
 
-use super::{Store, StoreError};
-
-super::facade! {
-    /// Writes a consistent copy of the whole database to `path` (which must not exist).
-    /// SQLite only: PostgreSQL's copy is `pg_dump`'s.
-    pub async fn snapshot_into(&self, path: &Path) -> Result<(), StoreError>;
-    /// The tasks in an ended state whose row last changed before `cutoff_ms`, oldest first.
-    pub async fn ended_tasks_before(&self, cutoff_ms: i64) -> Result<Vec<String>, StoreError>;
-    /// Up to `limit` of the task's `tool_result` events after seq `after` whose stored data
-    /// is over `min_bytes` (a stub is smaller): `(seq, data)`, oldest first.
-    pub async fn retention_batch(
-        &self,
-        task: &str,
-        after: i64,
-        min_bytes: i64,
-        limit: i64,
-    ) -> Result<Vec<(i64, String)>, StoreError>;
-    /// Replaces the data of each `(seq, data)` `tool_result` event, in one transaction.
-    pub async fn rewrite_results(&self, rows: &[(i64, String)]) -> Result<u64, StoreError>;
-    /// Gives the space freed back (SQLite: incremental vacuum, after a one-time conversion
-    /// of an older file; PostgreSQL: `VACUUM` of the log).
-    pub async fn reclaim(&self) -> Result<(), StoreError>;
-    /// The database's size on disk in bytes (SQLite: the file and its WAL; PostgreSQL: the
-    /// log's table with its indexes and TOAST).
-    pub async fn database_bytes(&self) -> Result<u64, StoreError>;
-}
+use super::{Backend, Store, StoreError};
 
 impl Store {
+    /// Writes a consistent copy of the whole database to `path` (which must not exist).
+    /// SQLite only: PostgreSQL's copy is `pg_dump`'s.
+    pub async fn snapshot_into(&self, path: &Path) -> Result<(), StoreError> {
+        match self.backend() {
+            Backend::Sqlite(db) => db.snapshot_into(path).await,
+            Backend::Postgres(db) => db.snapshot_into(path).await,
+        }
+    }
+
+    /// Gives the space freed back (SQLite: incremental vacuum, after a one-time conversion
+    /// of an older file; PostgreSQL: `VACUUM` of the log).
+    pub async fn reclaim(&self) -> Result<(), StoreError> {
+        match self.backend() {
+            Backend::Sqlite(db) => db.reclaim().await,
+            Backend::Postgres(db) => db.reclaim().await,
+        }
+    }
+
+    /// The database's size on disk in bytes (SQLite: the file and its WAL; PostgreSQL: the
+    /// log's table with its indexes and TOAST).
+    pub async fn database_bytes(&self) -> Result<u64, StoreError> {
+        match self.backend() {
+            Backend::Sqlite(db) => db.database_bytes().await,
+            Backend::Postgres(db) => db.database_bytes().await,
+        }
+    }
+
     /// What a SQLite snapshot at `path` holds, for its manifest, and its schema version.
     pub async fn snapshot_counts(path: &Path) -> Result<(BackupCounts, i64), StoreError> {
         super::sqlite::keep::counts(path).await

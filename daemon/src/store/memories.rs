@@ -5,27 +5,6 @@
 
 use super::{Store, StoreError};
 
-super::facade! {
-    /// Remembers `text` for the agent; with a `key`, replaces what that key held.
-    pub async fn memory_write(
-        &self,
-        agent_id: i64,
-        key: Option<&str>,
-        text: &str,
-    ) -> Result<(), StoreError>;
-
-    /// Forgets the agent's memory under `key`; whether there was one.
-    pub async fn memory_forget(&self, agent_id: i64, key: &str) -> Result<bool, StoreError>;
-
-    /// The agent's memories matching any of `words`, best first: (key, text).
-    async fn memory_matches(
-        &self,
-        agent_id: i64,
-        words: &[String],
-        limit: u32,
-    ) -> Result<Vec<(Option<String>, String)>, StoreError>;
-}
-
 impl Store {
     /// The agent's memories matching any word of `query`, best first: (key, text). The
     /// person's words are matched as words, never parsed as search syntax.

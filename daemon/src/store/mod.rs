@@ -1,12 +1,14 @@
 //! The store: the daemon's one handle on its database, SQLite (the default: a file in the
 //! home, one daemon) or PostgreSQL (several daemons sharing one database).
 //!
-//! `Store` is a facade over an enum of backends (`sqlite/`, `postgres/`), one file per table
-//! family in each; the files here hold what both share (row types, the wire rendering of an
-//! event, pure helpers) and the facade's method list (the `facade!` blocks), which is the
-//! backend interface: the compiler checks that both backends answer every method.
+//! `Store` is one handle over an enum of engines (`sqlite/`, `postgres/`: opening, the
+//! writer or pool, migrations, and what only that engine does). Each operation is written
+//! once, in `sql/` (one file per table family, methods on `Store`): `dialect.rs`'s macros
+//! expand its body once per engine, and what the SQL of the two really differs in comes from
+//! the dialect. The files here hold what the operations share (row types, the wire rendering
+//! of an event, pure helpers); `projections/` folds the dashboard's reads.
 //!
-//! Invariants both backends keep:
+//! Invariants both engines keep:
 //! - Every state change appends its event in the same transaction; the event log is
 //!   append-only (the database refuses UPDATE and DELETE on it).
 //! - Events are published to the [`Bus`] after their commit, in `seq` order, and `seq` order
@@ -21,6 +23,7 @@ mod boundaries;
 mod box_log;
 mod claims;
 pub mod conversation;
+mod dialect;
 mod events;
 mod keep;
 mod memories;
@@ -29,7 +32,9 @@ mod notify;
 mod postgres;
 mod projections;
 mod schedules;
+mod sql;
 mod sqlite;
+mod subscription;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -41,6 +46,7 @@ pub use events::{EventFilter, LiveEvent, Topic};
 pub use nodes::{NodeHolder, NodeRow};
 pub use notify::{NotifyCursor, OutboxEvent, SubscriptionRow};
 pub use schedules::{FireOutcome, Firing, ScheduleRow};
+pub use subscription::Subscription;
 pub use tasks::{DEFAULT_LEASE_TTL_MS, TaskRow};
 
 use std::path::{Path, PathBuf};
@@ -164,24 +170,6 @@ enum Backend {
     Postgres(postgres::Postgres),
 }
 
-/// Forwards each listed method to the backend in use: the list is the backend interface.
-macro_rules! facade {
-    ($( $(#[$meta:meta])* $vis:vis async fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty; )*) => {
-        impl $crate::store::Store {
-            $(
-                $(#[$meta])*
-                $vis async fn $name(&self $(, $arg: $ty)*) -> $ret {
-                    match &*self.backend {
-                        $crate::store::Backend::Sqlite(db) => db.$name($($arg),*).await,
-                        $crate::store::Backend::Postgres(db) => db.$name($($arg),*).await,
-                    }
-                }
-            )*
-        }
-    };
-}
-pub(crate) use facade;
-
 impl Store {
     /// Opens (creating if needed) the SQLite database at `path` as the default node: what
     /// one daemon on one machine uses, and what most tests use.
@@ -210,6 +198,18 @@ impl Store {
         match &*self.backend {
             Backend::Sqlite(db) => &db.bus,
             Backend::Postgres(db) => db.bus(),
+        }
+    }
+
+    fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// The pool reads go to (SQLite: the read-only pool, never behind a write).
+    fn reader(&self) -> dialect::Pool<'_> {
+        match &*self.backend {
+            Backend::Sqlite(db) => (&db.reader).into(),
+            Backend::Postgres(db) => (&db.pool).into(),
         }
     }
 
@@ -258,12 +258,35 @@ fn say_pending(migrator: &sqlx::migrate::Migrator, applied: Option<i64>) {
     }
 }
 
+/// The newest migration the database has applied (`found`), or the refusal when it is newer
+/// than any this build knows (the database `place`).
+fn refuse_newer(
+    migrator: &sqlx::migrate::Migrator,
+    found: Option<i64>,
+    place: impl FnOnce() -> String,
+) -> Result<Option<i64>, StoreError> {
+    let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    match found {
+        Some(found) if found > known => Err(StoreError::NewerSchema {
+            path: place(),
+            found,
+            known,
+        }),
+        _ => Ok(found),
+    }
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// A count or limit as a bound parameter (PostgreSQL has no unsigned types).
+fn int(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
 }
 
 /// A task's state as its column holds it, for errors.

@@ -1,14 +1,12 @@
 //! Nodes: every daemon that uses the database, with its heartbeat (renewed with the leases)
 //! and the tasks it runs. A node's name is taken by one live process at a time: a fresh
 //! `instance` id per process, and a name whose heartbeat is fresh under another instance is
-//! refused ([`StoreError::NodeInUse`]), so two daemons never resume each other's tasks as
+//! refused ([`super::StoreError::NodeInUse`]), so two daemons never resume each other's tasks as
 //! their own.
 
 use lazyboy_protocol::Node;
 
-use super::StoreError;
-
-/// Who holds a node name another process asked for ([`StoreError::NodeInUse`]): enough for
+/// Who holds a node name another process asked for ([`super::StoreError::NodeInUse`]): enough for
 /// the runtime to tell a live holder (refused at once) from one killed with `-9` (whose
 /// heartbeat stands still until it goes stale), and to name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,25 +49,4 @@ impl NodeRow {
             running: self.running.clone(),
         }
     }
-}
-
-super::facade! {
-    /// Records this daemon as its node (`instance` a fresh id for this process); refused
-    /// while another live instance holds the name.
-    pub async fn register_node(
-        &self,
-        instance: &str,
-        pid: u32,
-        url: &str,
-        version: &str,
-    ) -> Result<(), StoreError>;
-
-    /// Renews this node's heartbeat.
-    pub async fn node_heartbeat(&self, instance: &str) -> Result<(), StoreError>;
-
-    /// Marks this node stopped (a clean shutdown).
-    pub async fn node_stopped(&self, instance: &str) -> Result<(), StoreError>;
-
-    /// Every node, by name, with its running tasks.
-    pub async fn nodes(&self) -> Result<Vec<NodeRow>, StoreError>;
 }

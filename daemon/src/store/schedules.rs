@@ -10,7 +10,6 @@
 
 use lazyboy_protocol::Schedule;
 
-use super::StoreError;
 use super::events::Target;
 
 /// A schedule of a live agent.
@@ -79,52 +78,4 @@ impl ScheduleRow {
             task: None,
         }
     }
-}
-
-super::facade! {
-    /// Adds a schedule for the live agent `agent` and logs `schedule_added`.
-    pub async fn create_schedule(
-        &self,
-        agent: &str,
-        cron: &str,
-        objective: &str,
-        skip_missed: bool,
-        next_run_at_ms: Option<i64>,
-    ) -> Result<ScheduleRow, StoreError>;
-
-    /// Schedules of live agents (of one, by name, if given), oldest first.
-    pub async fn schedules(&self, agent: Option<&str>) -> Result<Vec<ScheduleRow>, StoreError>;
-
-    /// The schedule with this id.
-    pub async fn schedule(&self, id: &str) -> Result<ScheduleRow, StoreError>;
-
-    /// Removes a schedule (its events stay in the log) and logs `schedule_removed`.
-    pub async fn delete_schedule(&self, id: &str) -> Result<(), StoreError>;
-
-    /// Pauses (`next_run_at_ms` = `None`) or resumes (from `next_run_at_ms`) a schedule, and
-    /// logs `schedule_paused` / `schedule_resumed`. Pausing a paused schedule, or resuming an
-    /// active one, changes nothing and logs nothing.
-    pub async fn set_schedule_paused(
-        &self,
-        id: &str,
-        paused: bool,
-        next_run_at_ms: Option<i64>,
-    ) -> Result<ScheduleRow, StoreError>;
-
-    /// The earliest next slot of the active schedules of live agents.
-    pub async fn next_schedule_due(&self) -> Result<Option<i64>, StoreError>;
-
-    /// Active schedules whose next slot is at or before `now_ms`, earliest first.
-    pub async fn due_schedules(&self, now_ms: i64) -> Result<Vec<ScheduleRow>, StoreError>;
-
-    /// Handles the due slot of `schedule` (as read by [`Store::due_schedules`]): queues its
-    /// task (or skips the slot), moves it to `next_run_at_ms`, and logs `schedule_fired` (or
-    /// `schedule_skipped`), all in one transaction. Writes nothing if the schedule is no
-    /// longer active at that slot.
-    pub async fn fire_schedule(
-        &self,
-        schedule: &ScheduleRow,
-        firing: Firing<'_>,
-        next_run_at_ms: Option<i64>,
-    ) -> Result<FireOutcome, StoreError>;
 }

@@ -21,7 +21,8 @@ use serde::Deserialize;
 
 use crate::api::AppState;
 use crate::api::error::{ApiError, ApiPath, ApiQuery};
-use crate::bus::{Subscription, idle_interval};
+use crate::bus::idle_interval;
+use crate::store::Subscription;
 use crate::store::{EventFilter, LiveEvent};
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);

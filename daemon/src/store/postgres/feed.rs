@@ -26,7 +26,7 @@ const SAFETY: Duration = Duration::from_secs(2);
 /// Events read per query.
 const BATCH: u32 = 1000;
 
-pub(super) struct Feed {
+pub(in crate::store) struct Feed {
     bus: Bus,
     last: Mutex<i64>,
     poke: Notify,
@@ -51,7 +51,7 @@ impl Feed {
     }
 
     /// This daemon's committed events, in seq order.
-    pub(super) fn committed(&self, events: impl IntoIterator<Item = LiveEvent>) {
+    pub(in crate::store) fn committed(&self, events: impl IntoIterator<Item = LiveEvent>) {
         let mut last = self.last();
         for event in events {
             if event.seq <= *last {
@@ -127,7 +127,13 @@ pub(super) async fn start(
 async fn tail(feed: &Feed, pool: &PgPool) -> Result<(), StoreError> {
     loop {
         let from = *feed.last();
-        let batch = super::events::read_after(pool, from, &EventFilter::default(), BATCH).await?;
+        let batch = crate::store::sql::events::read_after(
+            pool.into(),
+            from,
+            &EventFilter::default(),
+            BATCH,
+        )
+        .await?;
         let full = batch.len() == BATCH as usize;
         feed.read(batch);
         if !full {

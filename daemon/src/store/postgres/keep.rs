@@ -14,60 +14,6 @@ impl Postgres {
         ))
     }
 
-    pub(in crate::store) async fn ended_tasks_before(
-        &self,
-        cutoff_ms: i64,
-    ) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT id FROM tasks \
-             WHERE state IN ('done', 'blocked', 'failed', 'cancelled', 'budget_exhausted') \
-             AND updated_at_ms < $1 ORDER BY updated_at_ms, id",
-        )
-        .bind(cutoff_ms)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    pub(in crate::store) async fn retention_batch(
-        &self,
-        task: &str,
-        after: i64,
-        min_bytes: i64,
-        limit: i64,
-    ) -> Result<Vec<(i64, String)>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT seq, data::text FROM events WHERE task_id = $1 AND seq > $2 \
-             AND kind = 'tool_result' AND octet_length(data::text) > $3 ORDER BY seq LIMIT $4",
-        )
-        .bind(task)
-        .bind(after)
-        .bind(min_bytes)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    pub(in crate::store) async fn rewrite_results(
-        &self,
-        rows: &[(i64, String)],
-    ) -> Result<u64, StoreError> {
-        let mut tx = self.begin().await?;
-        sqlx::query("SET LOCAL lazyboy.rewrite = 'on'")
-            .execute(&mut *tx)
-            .await?;
-        let mut changed = 0;
-        for (seq, data) in rows {
-            changed += sqlx::query("UPDATE events SET data = $1::json WHERE seq = $2")
-                .bind(data)
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        }
-        tx.commit().await?;
-        Ok(changed)
-    }
-
     pub(in crate::store) async fn reclaim(&self) -> Result<(), StoreError> {
         // Plain VACUUM: the space becomes reusable without the exclusive lock of VACUUM
         // FULL, which would stop every daemon's appends for the whole rewrite.

@@ -16,18 +16,8 @@
 //! for the log's notifications (sent by a statement trigger at commit) and re-reads the log
 //! in seq order, with a periodic re-read as the safety net.
 
-mod agents;
-mod claims;
-mod conversation;
-mod events;
-mod feed;
+pub(in crate::store) mod feed;
 pub(in crate::store) mod keep;
-mod memories;
-mod nodes;
-mod notify;
-pub(in crate::store) mod projections;
-mod schedules;
-mod tasks;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -45,15 +35,11 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgre
 /// The advisory lock that orders the event log (and every claim): "LazyBoy" in ASCII.
 const LOG_LOCK: i64 = 0x004c_617a_7942_6f79;
 
-/// The database server's clock in Unix milliseconds: leases are computed and compared on it,
-/// so daemons on machines with skewed clocks agree on when one expires.
-const DB_NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
-
 type Tx<'a> = Transaction<'a, sqlx::Postgres>;
 
 pub(in crate::store) struct Postgres {
-    pool: PgPool,
-    feed: Arc<feed::Feed>,
+    pub(in crate::store) pool: PgPool,
+    pub(in crate::store) feed: Arc<feed::Feed>,
     pub(in crate::store) fleet: Fleet,
     /// Ends the feed's tailer.
     stop: CancellationToken,
@@ -82,7 +68,7 @@ impl Postgres {
         let schema: String = sqlx::query_scalar("SELECT current_schema()")
             .fetch_one(&pool)
             .await?;
-        let last = events::last_seq(&pool).await?;
+        let last = crate::store::sql::events::last_seq((&pool).into()).await?;
         let feed = Arc::new(feed::Feed::new(bus, last));
         let stop = CancellationToken::new();
         let channel = format!("lazyboy_events.{schema}");
@@ -107,10 +93,22 @@ impl Postgres {
 
     /// A write transaction that appends events: it holds the log's lock from here to its
     /// commit.
-    async fn begin(&self) -> Result<Tx<'static>, StoreError> {
+    pub(in crate::store) async fn begin(&self) -> Result<Tx<'static>, StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(LOG_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+}
+
+impl Postgres {
+    /// A read-only transaction on one snapshot: what a projection reads is current to the
+    /// seq it says (seq order is commit order).
+    pub(in crate::store) async fn snapshot(&self) -> Result<Tx<'static>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await?;
         Ok(tx)
@@ -123,35 +121,6 @@ impl Drop for Postgres {
     }
 }
 
-#[cfg(test)]
-impl Postgres {
-    pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
-        Ok(sqlx::query(sql).execute(&self.pool).await?.rows_affected())
-    }
-
-    pub(in crate::store) async fn explain(
-        &self,
-        sql: &str,
-        binds: &[crate::store::tests::Bind],
-    ) -> Result<String, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("SET LOCAL enable_seqscan = off")
-            .execute(&mut *tx)
-            .await?;
-        let sql = format!("EXPLAIN {sql}");
-        let mut query = sqlx::query_scalar::<_, String>(&sql);
-        for value in binds {
-            query = match value {
-                crate::store::tests::Bind::Int(n) => query.bind(*n),
-                crate::store::tests::Bind::Text(t) => query.bind(*t),
-            };
-        }
-        let lines = query.fetch_all(&mut *tx).await?;
-        tx.rollback().await?;
-        Ok(lines.join("\n"))
-    }
-}
-
 async fn refuse_newer_schema(pool: &PgPool) -> Result<Option<i64>, StoreError> {
     let has_table: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
         .fetch_one(pool)
@@ -159,21 +128,8 @@ async fn refuse_newer_schema(pool: &PgPool) -> Result<Option<i64>, StoreError> {
     if !has_table {
         return Ok(None);
     }
-    let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+    let found = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
         .fetch_one(pool)
         .await?;
-    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    match found {
-        Some(found) if found > known => Err(StoreError::NewerSchema {
-            path: "the PostgreSQL database".to_owned(),
-            found,
-            known,
-        }),
-        _ => Ok(found),
-    }
-}
-
-/// A count or limit as PostgreSQL takes it (no unsigned types).
-fn int(n: impl TryInto<i64>) -> i64 {
-    n.try_into().unwrap_or(i64::MAX)
+    crate::store::refuse_newer(&MIGRATOR, found, || "the PostgreSQL database".to_owned())
 }

@@ -27,18 +27,13 @@ pub const MAX_ITEMS: u32 = 200;
 
 /// The page query, with numbered placeholders written `{mark}1` (`?` on SQLite, `$` on
 /// PostgreSQL); `data` is read as text on both.
-pub(in crate::store) fn page_sql(mark: char) -> String {
+pub(in crate::store) fn page_sql() -> String {
     format!(
-        "SELECT e.seq, e.kind, e.task_id AS task, e.at_ms, {data} AS data FROM events e \
-         WHERE e.agent_id = {mark}1 AND e.seq < {mark}2 AND e.{KINDS} \
+        "SELECT e.seq, e.kind, e.task_id AS task, e.at_ms, CAST(e.data AS TEXT) AS data \
+         FROM events e WHERE e.agent_id = $1 AND e.seq < $2 AND e.{KINDS} \
          AND (e.task_id IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = e.task_id \
               AND t.parent_id IS NOT NULL)) \
-         ORDER BY e.seq DESC LIMIT {mark}3",
-        data = if mark == '$' {
-            "e.data::text"
-        } else {
-            "e.data"
-        },
+         ORDER BY e.seq DESC LIMIT $3"
     )
 }
 
@@ -57,18 +52,6 @@ pub(in crate::store) trait PageReader {
     ) -> Result<Vec<Row>, StoreError>;
     /// The output of the `tool_result` of `call_id` in `task`, if there is one.
     async fn answer(&mut self, task: &str, call_id: &str) -> Result<Option<String>, StoreError>;
-}
-
-crate::store::facade! {
-    /// A page of the live agent `name`'s conversation: up to `limit` items older than
-    /// `before` (the newest when `None`), newest first; read in one snapshot, so the page
-    /// and its `seq` agree.
-    pub async fn conversation(
-        &self,
-        name: &str,
-        before: Option<i64>,
-        limit: u32,
-    ) -> Result<Conversation, StoreError>;
 }
 
 /// [`Store::conversation`] on a backend's snapshot.

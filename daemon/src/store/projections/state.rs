@@ -36,11 +36,6 @@ pub(in crate::store) struct BoardRows {
     pub tasks: Vec<TaskRow>,
 }
 
-crate::store::facade! {
-    /// The rows of the board, in one read snapshot.
-    pub(in crate::store) async fn board_rows(&self) -> Result<BoardRows, StoreError>;
-}
-
 impl Store {
     /// Every live agent with its state, plan step, last message and tasks; the open
     /// questions; and the seq all of it is current to. `workspaces` is where default

@@ -11,9 +11,6 @@ use sqlx::{ConnectOptions, Connection};
 use super::{MIGRATOR, Sqlite};
 use crate::store::StoreError;
 
-/// The task states after which a task's results are history.
-const ENDED: &str = "('done', 'blocked', 'failed', 'cancelled', 'budget_exhausted')";
-
 pub(in crate::store) fn known_version() -> i64 {
     MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
 }
@@ -66,66 +63,6 @@ impl Sqlite {
             .execute(&self.reader)
             .await?;
         Ok(())
-    }
-
-    pub(in crate::store) async fn ended_tasks_before(
-        &self,
-        cutoff_ms: i64,
-    ) -> Result<Vec<String>, StoreError> {
-        let sql = format!(
-            "SELECT id FROM tasks WHERE state IN {ENDED} AND updated_at_ms < ?1 \
-             ORDER BY updated_at_ms, id"
-        );
-        Ok(sqlx::query_scalar(&sql)
-            .bind(cutoff_ms)
-            .fetch_all(&self.reader)
-            .await?)
-    }
-
-    pub(in crate::store) async fn retention_batch(
-        &self,
-        task: &str,
-        after: i64,
-        min_bytes: i64,
-        limit: i64,
-    ) -> Result<Vec<(i64, String)>, StoreError> {
-        // `events_task_seq` walks the task's events only; `kind` and the size are checked
-        // on those rows, never by parsing JSON in SQL.
-        Ok(sqlx::query_as(
-            "SELECT seq, data FROM events WHERE task_id = ?1 AND seq > ?2 \
-             AND kind = 'tool_result' AND length(data) > ?3 ORDER BY seq LIMIT ?4",
-        )
-        .bind(task)
-        .bind(after)
-        .bind(min_bytes)
-        .bind(limit)
-        .fetch_all(&self.reader)
-        .await?)
-    }
-
-    pub(in crate::store) async fn rewrite_results(
-        &self,
-        rows: &[(i64, String)],
-    ) -> Result<u64, StoreError> {
-        let mut writer = self.writer.lock().await;
-        let mut tx = writer.begin().await?;
-        sqlx::query("INSERT INTO events_rewrite (id) VALUES (1)")
-            .execute(&mut *tx)
-            .await?;
-        let mut changed = 0;
-        for (seq, data) in rows {
-            changed += sqlx::query("UPDATE events SET data = ?1 WHERE seq = ?2")
-                .bind(data)
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        }
-        sqlx::query("DELETE FROM events_rewrite")
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(changed)
     }
 
     pub(in crate::store) async fn reclaim(&self) -> Result<(), StoreError> {

@@ -6,17 +6,7 @@
 //! order. Reads use a separate pool and never wait behind a write (WAL). The home's lock
 //! makes this daemon the file's only writer, so claims need no more than the mutex.
 
-mod agents;
-mod claims;
-mod conversation;
-mod events;
 pub(in crate::store) mod keep;
-mod memories;
-mod nodes;
-mod notify;
-pub(in crate::store) mod projections;
-mod schedules;
-mod tasks;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -29,6 +19,7 @@ use sqlx::sqlite::{
 };
 use tokio::sync::Mutex;
 
+use super::events::LiveEvent;
 use super::{Fleet, StoreError};
 use crate::bus::Bus;
 
@@ -38,8 +29,8 @@ use crate::bus::Bus;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
 pub(in crate::store) struct Sqlite {
-    writer: Mutex<SqliteConnection>,
-    reader: SqlitePool,
+    pub(in crate::store) writer: Mutex<SqliteConnection>,
+    pub(in crate::store) reader: SqlitePool,
     pub(in crate::store) bus: Bus,
     pub(in crate::store) fleet: Fleet,
 }
@@ -96,6 +87,14 @@ impl Sqlite {
         })
     }
 
+    /// Publishes a write's committed events: called while the writer's mutex is still
+    /// held, so the bus carries them in seq order.
+    pub(in crate::store) fn publish(&self, events: impl IntoIterator<Item = LiveEvent>) {
+        for event in events {
+            self.bus.publish(event);
+        }
+    }
+
     /// Closes every connection; later calls fail.
     pub(in crate::store) async fn close(&self) {
         self.reader.close().await;
@@ -107,34 +106,6 @@ impl Sqlite {
         {
             tracing::warn!(%error, "checkpoint at close failed");
         }
-    }
-}
-
-#[cfg(test)]
-impl Sqlite {
-    pub(in crate::store) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
-        let mut writer = self.writer.lock().await;
-        Ok(sqlx::query(sql)
-            .execute(&mut *writer)
-            .await?
-            .rows_affected())
-    }
-
-    pub(in crate::store) async fn explain(
-        &self,
-        sql: &str,
-        binds: &[crate::store::tests::Bind],
-    ) -> Result<String, sqlx::Error> {
-        let sql = format!("EXPLAIN QUERY PLAN {sql}");
-        let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
-        for value in binds {
-            query = match value {
-                crate::store::tests::Bind::Int(n) => query.bind(*n),
-                crate::store::tests::Bind::Text(t) => query.bind(*t),
-            };
-        }
-        let rows = query.fetch_all(&self.reader).await?;
-        Ok(rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n"))
     }
 }
 
@@ -150,16 +121,8 @@ async fn refuse_newer_schema(
     if has_table.is_none() {
         return Ok(None);
     }
-    let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+    let found = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
         .fetch_one(&mut *conn)
         .await?;
-    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    match found {
-        Some(found) if found > known => Err(StoreError::NewerSchema {
-            path: path.display().to_string(),
-            found,
-            known,
-        }),
-        _ => Ok(found),
-    }
+    crate::store::refuse_newer(&MIGRATOR, found, || path.display().to_string())
 }

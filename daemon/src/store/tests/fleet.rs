@@ -9,7 +9,7 @@ use lazyboy_protocol::{BoxLockAction, EventBody, TaskState, Verdict};
 use tokio_util::sync::CancellationToken;
 
 use super::on_postgres;
-use crate::bus::Subscription;
+use crate::store::Subscription;
 use crate::store::{EventFilter, FireOutcome, Firing, StoreError};
 
 on_postgres! {

@@ -15,6 +15,8 @@ mod fleet;
 mod memories;
 mod projections;
 mod schedules;
+mod schema;
+mod subscription;
 mod tasks;
 
 use sqlx::Connection;
@@ -124,11 +126,48 @@ macro_rules! on_postgres {
 pub(super) use on_postgres;
 
 impl Store {
-    /// Runs `sql` as it is on the backend's writer (for tests of what the database refuses).
+    /// Runs `sql` as it is on the engine's writer (for tests of what the database refuses).
     pub(super) async fn raw(&self, sql: &str) -> Result<u64, sqlx::Error> {
-        match &*self.backend {
-            super::Backend::Sqlite(db) => db.raw(sql).await,
-            super::Backend::Postgres(db) => db.raw(sql).await,
+        Ok(crate::store::dialect::write_one!(self, |c| {
+            (sqlx::query(sql).execute(c).await?.rows_affected(), [])
+        }))
+    }
+
+    /// The plan of `sql` as the engine's planner prints it, its placeholders bound to
+    /// `binds`; on PostgreSQL with sequential scans off, so an index the query can use shows
+    /// up even on a near-empty table.
+    pub(super) async fn explain(&self, sql: &str, binds: &[Bind]) -> String {
+        macro_rules! bound {
+            ($query:expr) => {{
+                let mut query = $query;
+                for value in binds {
+                    query = match value {
+                        Bind::Int(n) => query.bind(*n),
+                        Bind::Text(t) => query.bind(*t),
+                    };
+                }
+                query
+            }};
+        }
+        match self.backend() {
+            super::Backend::Sqlite(db) => {
+                let sql = format!("EXPLAIN QUERY PLAN {sql}");
+                let query = bound!(sqlx::query_as::<_, (i64, i64, i64, String)>(&sql));
+                let rows = query.fetch_all(&db.reader).await.unwrap();
+                rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
+            }
+            super::Backend::Postgres(db) => {
+                let mut tx = db.pool.begin().await.unwrap();
+                sqlx::query("SET LOCAL enable_seqscan = off")
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                let sql = format!("EXPLAIN {sql}");
+                let query = bound!(sqlx::query_scalar::<_, String>(&sql));
+                let lines = query.fetch_all(&mut *tx).await.unwrap();
+                tx.rollback().await.unwrap();
+                lines.join("\n")
+            }
         }
     }
 }
@@ -138,16 +177,4 @@ impl Store {
 pub(in crate::store) enum Bind {
     Int(i64),
     Text(&'static str),
-}
-
-impl Store {
-    /// The plan of `sql` as the backend's planner prints it, its placeholders bound to
-    /// `binds`; on PostgreSQL with sequential scans off, so an index the query can use shows
-    /// up even on a near-empty table.
-    pub(super) async fn explain(&self, sql: &str, binds: &[Bind]) -> String {
-        match &*self.backend {
-            super::Backend::Sqlite(db) => db.explain(sql, binds).await.unwrap(),
-            super::Backend::Postgres(db) => db.explain(sql, binds).await.unwrap(),
-        }
-    }
 }

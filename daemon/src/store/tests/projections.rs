@@ -185,18 +185,15 @@ on_both! {
 
     /// Every projection query seeks an index; none scans the events table (on PostgreSQL
     /// with sequential scans off, so a usable partial index shows up on a small table). The
-    /// statements explained are the ones the board runs, exported by each backend.
+    /// statements explained are the ones the board runs.
     async fn projection_queries_use_their_indexes(db: Db) {
         use super::Bind::{Int, Text};
         let store = db.store().await;
-        let (mark, messages, plans, questions, boxes, box_binds) = if db.is_postgres() {
-            use crate::store::postgres::projections as sql;
-            ('$', sql::MESSAGES, sql::plans_sql(), sql::QUESTIONS, sql::BOX_LOCKS, vec![Text("node-1")])
-        } else {
-            use crate::store::sqlite::projections as sql;
-            ('?', sql::MESSAGES, sql::plans_sql(), sql::QUESTIONS, sql::BOX_LOCKS, vec![])
-        };
-        let page_sql = crate::store::projections::conversation::page_sql(mark);
+        use crate::store::sql::projections::{MESSAGES, QUESTIONS, box_locks_sql, plans_sql};
+        let (messages, plans, questions) = (MESSAGES, plans_sql(), QUESTIONS);
+        let exclusive = if db.is_postgres() { "FALSE" } else { "TRUE" };
+        let (boxes, box_binds) = (box_locks_sql(exclusive), vec![Text("node-1")]);
+        let page_sql = crate::store::projections::conversation::page_sql();
         let page = store.explain(&page_sql, &[Int(1), Int(i64::MAX), Int(10)]).await;
         assert!(page.contains("events_conversation"), "{page}");
         let message = store.explain(messages, &[]).await;
@@ -205,7 +202,7 @@ on_both! {
         assert!(question.contains("events_task_questions"), "{question}");
         let plan = store.explain(&plans, &[]).await;
         assert!(plan.contains("events_task_plans"), "{plan}");
-        let lock = store.explain(boxes, &box_binds).await;
+        let lock = store.explain(&boxes, &box_binds).await;
         assert!(lock.contains("events_box_lock"), "{lock}");
     }
 }
