@@ -257,9 +257,47 @@ async fn run() {
         ),
     ));
     drop(relay);
+    if std::env::var_os("BENCH_TIMELINE").is_some() {
+        timeline(&daemon).await;
+    }
     println!("| measure | figure |\n|---|---|");
     for (what, figure) in rows {
         println!("| {what} | {figure} |");
     }
     daemon.stop();
+}
+
+/// Each task's life from its events' `at_ms` (BENCH_TIMELINE=1): created → claimed →
+/// finished, and the gap since the previous task finished.
+async fn timeline(daemon: &TestDaemon) {
+    let events = lazyboy_tests::all_events(daemon, 0).await;
+    let mut order: Vec<String> = Vec::new();
+    let mut at: std::collections::HashMap<String, Vec<(String, i64)>> = Default::default();
+    for event in &events {
+        let Some(task) = event.task.clone() else {
+            continue;
+        };
+        if !order.contains(&task) {
+            order.push(task.clone());
+        }
+        at.entry(task)
+            .or_default()
+            .push((event.kind.clone(), event.at_ms));
+    }
+    let mut last_end = None;
+    for task in order {
+        let kinds = &at[&task];
+        let first = |k: &str| kinds.iter().find(|(kind, _)| kind == k).map(|(_, at)| *at);
+        let created = first("task_created").unwrap_or(0);
+        let claimed = first("task_state").unwrap_or(0);
+        let finished = first("task_finished").unwrap_or(0);
+        eprintln!(
+            "{task}: gap {:?} created→state {} ms, →finished {} ms, {} events",
+            last_end.map(|end| created - end),
+            claimed - created,
+            finished - created,
+            kinds.len()
+        );
+        last_end = Some(finished);
+    }
 }
