@@ -5,6 +5,8 @@
 #   box/build.sh --check  exit 0 if lazyboy/box:<hash> exists, 1 if a build is needed
 #   box/build.sh --tag    print lazyboy/box:<hash> for the current sources
 #   box/build.sh --force  build even if the image exists (docker's layer cache still applies)
+#   box/build.sh --base   print the Debian bookworm base image the build would use, making it
+#                         first if need be (the release tests' clean machine starts from it)
 #   BOX_REPO=name/x box/build.sh ...  the same under another name (default lazyboy/box), e.g.
 #                         to try a changed image on a machine whose other users want :latest
 #
@@ -26,7 +28,8 @@ case "${1:-}" in
   --check) mode=check ;;
   --tag) mode=tag ;;
   --force) mode=force ;;
-  *) die "unknown argument '$1' (use --check, --tag or --force)" ;;
+  --base) mode=base ;;
+  *) die "unknown argument '$1' (use --check, --tag, --force or --base)" ;;
 esac
 
 # Fixed mtime/owner and the modes the Dockerfile normalizes to, so any checkout of the same
@@ -101,6 +104,11 @@ else
   log "no registry; making lazyboy/base:bookworm with debootstrap"
   make_debootstrap_base
   base=lazyboy/base:bookworm
+fi
+
+if [ "$mode" = base ]; then
+  echo "$base"
+  exit 0
 fi
 
 log "building $image from $base"

@@ -7,6 +7,7 @@ import { h } from './lib/dom.js';
 import { store } from './lib/store.js';
 import { Live } from './lib/live.js';
 import { Notifier } from './lib/notify.js';
+import { Push } from './lib/push.js';
 import './components/lb-connection.js';
 import './components/lb-agent-list.js';
 import './components/lb-agent-view.js';
@@ -61,9 +62,36 @@ $('add-agent').addEventListener('click', () => { addForm.reset(); dialog.showMod
 $('close-dialog').addEventListener('click', () => dialog.close());
 addForm.addEventListener('saved', (e) => { dialog.close(); store.select(e.detail.name); });
 
+// "Notify me": Web Push for this device (the page may be closed), and the devices list.
+// Without push (plain HTTP off loopback, an old browser) it falls back to notifications
+// while the page is open but hidden.
+const push = new Push();
 const notify = $('notify');
-notify.hidden = !notifier.supported || Notification.permission !== 'default';
-notify.addEventListener('click', async () => { await notifier.ask(); notify.hidden = true; });
+const notifyDialog = $('notify-dialog');
+async function renderPush() {
+  const on = push.supported && await push.on();
+  notify.textContent = on ? 'Notifications on' : 'Notify me';
+  notify.dataset.on = on ? '1' : '';
+  $('notify-state').textContent = on ? 'This device: on.' : 'This device: off.';
+  $('notify-on').hidden = on || !push.supported;
+  const devices = push.supported ? await push.devices().catch(() => []) : [];
+  const mine = (await push.current().catch(() => null))?.endpoint;
+  $('devices').replaceChildren(...devices.map((d) => h('li', {},
+    `${d.name ?? 'A browser'}${d.endpoint === mine ? ' (this device)' : ''} `,
+    h('button', { type: 'button', onclick: async () => { await push.remove(d.id); renderPush(); } }, 'Remove'))));
+}
+if (!push.supported) notify.hidden = !notifier.supported || Notification.permission !== 'default';
+notify.addEventListener('click', async () => {
+  if (!push.supported) { await notifier.ask(); notify.hidden = true; return; }
+  notifyDialog.showModal();
+  renderPush();
+});
+$('notify-on').addEventListener('click', async () => {
+  $('notify-state').textContent = 'Subscribing…';
+  try { await push.subscribe(); } catch (error) { $('notify-state').textContent = `Could not subscribe: ${error.message}`; return; }
+  renderPush();
+});
+$('close-notify').addEventListener('click', () => notifyDialog.close());
 
 // Leases are state, not events: re-read the board now and then while the page is visible.
 setInterval(() => { if (!document.hidden && live.status === 'live') store.refresh().catch(() => {}); }, 10000);
@@ -72,5 +100,10 @@ if ('serviceWorker' in navigator && window.isSecureContext) {
   navigator.serviceWorker.register('/sw.js').catch((error) => console.warn('service worker', error));
 }
 
+// A notification's link opens the page at its agent (`/?agent=NAME&task=ID`).
+const wanted = new URLSearchParams(location.search).get('agent');
+if (wanted) store.addEventListener('state', () => { if (store.agents.has(wanted) && !store.selected) store.select(wanted); }, { once: true });
+
 renderView();
 live.start();
+if (push.supported) renderPush().catch(() => {});

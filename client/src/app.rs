@@ -7,13 +7,30 @@ use crate::commands;
 use crate::connection::Client;
 use crate::daemon_proc;
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use lazyboy_protocol::paths;
 
-/// Runs the CLI with the process's arguments.
-pub fn main() -> ExitCode {
+/// The git commit this binary was built from (`unknown` until [`main`] says).
+static COMMIT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// The git commit this binary was built from.
+pub fn commit() -> &'static str {
+    COMMIT.get().copied().unwrap_or("unknown")
+}
+
+/// Runs the CLI with the process's arguments; `commit` is the git commit it was built from
+/// (the binary's, see `dist/build.rs`), which `--version` and `doctor` report.
+pub fn main(commit: &'static str) -> ExitCode {
     end_quietly_on_broken_pipe();
-    let cli = Cli::parse();
+    let _ = COMMIT.set(commit);
+    let version = lazyboy_protocol::build_name(env!("CARGO_PKG_VERSION"), commit);
+    // clap wants a 'static str; this runs once per process.
+    let version: &'static str = Box::leak(version.into_boxed_str());
+    let command = Cli::command().version(version);
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -139,6 +156,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Mcp(command) => {
             daemon_proc::ensure_running(&client).await?;
             commands::mcp::run(&client, command, cli.json).await
+        }
+        Command::Notify(command) => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::notify::run(&client, command, cli.json).await
         }
         Command::Doctor => commands::doctor::run(&client, cli.json).await,
         Command::Web { print } => commands::web::run(&client, print, cli.json).await,

@@ -97,6 +97,10 @@ pub enum Command {
     /// team as an MCP server for other agents and editors.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Notifications when no dashboard is open: the channels (Web Push devices, ntfy,
+    /// webhook, email) and their last delivery, or send a test through each.
+    #[command(subcommand)]
+    Notify(NotifyCommand),
     /// Check the setup: config, model, MCP servers, web search, Docker and the box image,
     /// the service. One line each with how to fix it; exit code 1 if anything fails.
     Doctor,
@@ -166,6 +170,22 @@ pub enum DaemonCommand {
         node: Option<String>,
         #[command(flatten)]
         reach: ReachArgs,
+    },
+    /// Restart the daemon (after an upgrade: the new lazyboyd takes over). Running tool
+    /// calls finish and record their results first; nothing new starts meanwhile; then the
+    /// new daemon resumes every task from there, re-running nothing. Under the service
+    /// manager the manager starts it again; otherwise with the flags given, or the old
+    /// daemon's own.
+    Restart {
+        /// Its node name among daemons sharing a PostgreSQL database.
+        #[arg(long)]
+        node: Option<String>,
+        #[command(flatten)]
+        reach: ReachArgs,
+        /// How long running tool calls may take to finish, in seconds; past it they are cut
+        /// off (their tasks are told the outcome is unknown).
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        wait: u64,
     },
     /// Stop the daemon gracefully.
     Stop,
@@ -304,6 +324,18 @@ pub struct AgentSettings {
     /// config.toml; "" for none.
     #[arg(long)]
     pub mcp: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Each channel: where it sends, which kinds, its last delivery and failures.
+    Ls,
+    /// Send a test notification through every channel (or one: ntfy, webhook, email,
+    /// web_push or web_push:ID) and print each one's result; exit code 1 if any failed.
+    Test {
+        #[arg(long)]
+        channel: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -195,11 +195,24 @@ mod tests {
             };
             store.append_to_agent("a", &body).await.unwrap();
         }
+        // Read until as many as were appended came (a deadline, not a quiet spell: a page of
+        // the replay may take longer than `next_batch_now`'s pause on a loaded machine), then
+        // compare: a gap or a repeat shows as a difference.
+        let expected: Vec<i64> = (2..=total + 1).collect();
         let mut seqs = Vec::new();
-        while let Some(batch) = sub.next_batch_now().await {
+        while seqs.len() < expected.len() {
+            let batch = tokio::time::timeout(Duration::from_secs(60), sub.next_batch())
+                .await
+                .expect("the subscriber stalled")
+                .unwrap()
+                .unwrap();
             seqs.extend(batch.iter().map(|e| e.seq));
         }
-        assert_eq!(seqs, (2..=total + 1).collect::<Vec<_>>());
+        assert_eq!(seqs, expected);
+        assert!(
+            sub.next_batch_now().await.is_none(),
+            "nothing after the last"
+        );
         shutdown.cancel();
         assert!(
             sub.next_batch().await.unwrap().is_none(),

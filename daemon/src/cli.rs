@@ -7,11 +7,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::api::guard::Guard;
-use crate::api::listeners::LocalSocket;
 use crate::store::{Database, Fleet, Store};
 use crate::{Daemon, bus::Bus, home};
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use lazyboy_protocol::{DEFAULT_WEB_PORT, paths};
 use tokio_util::sync::CancellationToken;
 
@@ -46,8 +45,9 @@ struct Args {
     tls_key: Option<PathBuf>,
 }
 
-/// Runs the daemon with the process's arguments.
-pub fn main() -> ExitCode {
+/// Runs the daemon with the process's arguments; `commit` is the git commit it was built from
+/// (the binary's, see `dist/build.rs`), reported by `--version` and `/api/health`.
+pub fn main(commit: &'static str) -> ExitCode {
     // The sandbox helper (an agent's command, see `confine`): first of all, while this
     // process has one thread, as Landlock restricts the calling thread.
     if std::env::args_os().nth(1).as_deref()
@@ -55,7 +55,15 @@ pub fn main() -> ExitCode {
     {
         return crate::confine::helper::helper_main();
     }
-    let args = Args::parse();
+    crate::set_commit(commit);
+    let version = lazyboy_protocol::build_name(crate::VERSION, commit);
+    // clap wants a 'static str; this runs once per process.
+    let version: &'static str = Box::leak(version.into_boxed_str());
+    let command = Args::command().version(version);
+    let args = match Args::from_arg_matches(&command.get_matches()) {
+        Ok(args) => args,
+        Err(error) => error.exit(),
+    };
     match start(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -75,6 +83,8 @@ fn start(args: Args) -> anyhow::Result<()> {
         .providers
         .values()
         .filter_map(|p| p.api_key_env.clone())
+        // The notification channels' tokens, secrets and passwords leave the environment too.
+        .chain(config.file.notify.secret_env())
         .collect();
     // First of all, before a thread, a lock or a session of our own: the secrets leave the
     // environment (this re-executes the program unless there are none).
@@ -138,15 +148,13 @@ fn start(args: Args) -> anyhow::Result<()> {
         let tcp = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
-        let socket = LocalSocket::bind(&home.join(paths::SOCKET))
-            .with_context(|| format!("cannot bind {}", home.join(paths::SOCKET).display()))?;
         let shutdown = CancellationToken::new();
         tokio::spawn(signals(shutdown.clone()));
         let daemon = Daemon {
             home: home.clone(),
             store,
             config,
-            socket,
+            socket: home.join(paths::SOCKET),
             tcp,
             guard,
             token,

@@ -36,7 +36,9 @@
 //! `web/search.rs` and `mcp/mod.rs`.
 //!
 //! Environment: `LAZYBOY_BASE_URL`, `LAZYBOY_MODEL`, `LAZYBOY_API_KEY`, `LAZYBOY_WIRE`
-//! (`openai`/`anthropic`) define or override the default provider; `OPENAI_API_KEY` and
+//! (`openai`/`anthropic`) and `LAZYBOY_CONTEXT_TOKENS` define or override the default
+//! provider, and only it (an agent's `--model NAME/MODEL` gets provider NAME's own
+//! settings); `OPENAI_API_KEY` and
 //! `ANTHROPIC_API_KEY` are used when nothing else names a key. `LAZYBOY_DATABASE_URL`
 //! (`postgres://…`) puts the data in PostgreSQL, shared by several daemons (it is handled as
 //! a secret: it may carry a password, which `database_url` in the file should not);
@@ -82,6 +84,9 @@ pub struct ConfigFile {
     pub web_search: crate::web::search::WebSearchSection,
     #[serde(default)]
     pub mcp: crate::mcp::McpSection,
+    /// `[notify]`: Web Push, ntfy, webhook and email (see `notify/config.rs`).
+    #[serde(default)]
+    pub notify: crate::notify::NotifySection,
     /// `[mcp_server]`: what MCP clients of `/mcp` on TCP may reach.
     #[serde(default)]
     pub mcp_server: McpServerSection,
@@ -223,6 +228,11 @@ impl Config {
     /// The provider for an agent whose `model` is `agent_model`: `NAME/MODEL` picks a named
     /// provider, a bare `MODEL` overrides the default provider's model. Errors say how to
     /// configure one.
+    ///
+    /// The environment (`LAZYBOY_BASE_URL`, `LAZYBOY_WIRE`, `LAZYBOY_MODEL`,
+    /// `LAZYBOY_API_KEY`, `LAZYBOY_CONTEXT_TOKENS`) configures the default provider only: an
+    /// agent that names a provider gets that entry's own settings, so the README's quick setup
+    /// never sends a named provider's requests (and key) to the environment's server.
     pub fn provider_for(&self, agent_model: Option<&str>) -> Result<ProviderConfig, String> {
         let (named, model_override) = match agent_model {
             Some(m) => match m.split_once('/') {
@@ -233,13 +243,17 @@ impl Config {
             },
             None => (None, None),
         };
+        let default = named.is_none();
+        // The environment's settings, for the default provider only.
+        let env_default = |name: &str| if default { env(name) } else { None };
         let name = named
             .or_else(|| self.file.default_provider.clone())
             .or_else(|| self.file.providers.keys().next().cloned());
         let entry = name.as_ref().and_then(|n| self.file.providers.get(n));
 
-        let base_url = env("LAZYBOY_BASE_URL").or_else(|| entry.and_then(|e| e.base_url.clone()));
-        let wire = env("LAZYBOY_WIRE")
+        let base_url =
+            env_default("LAZYBOY_BASE_URL").or_else(|| entry.and_then(|e| e.base_url.clone()));
+        let wire = env_default("LAZYBOY_WIRE")
             .and_then(|w| match w.as_str() {
                 "anthropic" => Some(WireFormat::Anthropic),
                 "openai" => Some(WireFormat::Openai),
@@ -254,7 +268,7 @@ impl Config {
                 }
                 None => WireFormat::Openai,
             });
-        let api_key = env("LAZYBOY_API_KEY")
+        let api_key = env_default("LAZYBOY_API_KEY")
             .or_else(|| entry.and_then(|e| e.api_key_env.as_deref()).and_then(env))
             .or_else(|| match wire {
                 WireFormat::Openai => env("OPENAI_API_KEY"),
@@ -267,7 +281,7 @@ impl Config {
             (None, None, _) => return Err(HOW_TO_CONFIGURE.to_owned()),
         };
         let model = model_override
-            .or_else(|| env("LAZYBOY_MODEL"))
+            .or_else(|| env_default("LAZYBOY_MODEL"))
             .or_else(|| entry.and_then(|e| e.model.clone()))
             .ok_or_else(|| {
                 format!("no model name for {base_url}: set LAZYBOY_MODEL or a provider's `model`")
@@ -292,7 +306,7 @@ impl Config {
                 .map_or(defaults.max_delay, Duration::from_millis),
             empty_reply_retries: defaults.empty_reply_retries,
         };
-        let context_tokens = env("LAZYBOY_CONTEXT_TOKENS")
+        let context_tokens = env_default("LAZYBOY_CONTEXT_TOKENS")
             .and_then(|v| v.parse().ok())
             .or_else(|| entry.and_then(|e| e.context_tokens))
             .unwrap_or_else(|| crate::context::tokens::default_context(&model))
@@ -331,6 +345,7 @@ impl ConfigFile {
     pub fn check(&self) -> Result<(), String> {
         crate::web::FetchSettings::from_section(&self.web)?;
         crate::web::search::Search::from_section(&self.web_search)?;
+        self.notify.check()?;
         self.mcp.check()
     }
 
@@ -341,7 +356,11 @@ impl ConfigFile {
             .ok()
             .flatten()
             .and_then(|s| s.key_env().map(str::to_owned));
-        search.into_iter().chain(self.mcp.secret_env()).collect()
+        search
+            .into_iter()
+            .chain(self.mcp.secret_env())
+            .chain(self.notify.secret_env())
+            .collect()
     }
 }
 

@@ -16,6 +16,7 @@ pub mod heartbeat;
 pub mod home;
 pub mod mcp;
 pub mod mcp_server;
+pub mod notify;
 pub mod providers;
 pub mod redact;
 pub mod sandbox;
@@ -44,12 +45,27 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 /// The daemon's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+static COMMIT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Records the git commit this binary was built from (once, first thing in `cli::main`).
+pub fn set_commit(commit: &'static str) {
+    let _ = COMMIT.set(commit);
+}
+
+/// The git commit this binary was built from, `unknown` if nobody said.
+pub fn commit() -> &'static str {
+    COMMIT.get().copied().unwrap_or("unknown")
+}
+
 /// Everything `run` serves with.
 pub struct Daemon {
     pub home: PathBuf,
     pub store: Store,
     pub config: config::Config,
-    pub socket: LocalSocket,
+    /// Where the local socket goes: bound by [`run`] once the node's name is ours, so that a
+    /// CLI waiting for this daemon sees "not running yet" rather than a socket that never
+    /// answers.
+    pub socket: PathBuf,
     pub tcp: TcpListener,
     pub guard: Guard,
     /// The credential every request must carry (`home::ensure_token`).
@@ -71,6 +87,21 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     );
     runtime.sandbox.set_url(&format!("http://{tcp_addr}/"));
     let tls = daemon.tls.is_some();
+    // Links in notifications: the LAN address when the dashboard is served there (a phone
+    // opens them), else this machine's; `[notify] public_url` wins over both.
+    let lan_urls = api::lan::urls(tcp_addr, tls);
+    let link_base = match lan_urls.first() {
+        Some(lan) if daemon.guard.beyond_loopback => lan.clone(),
+        _ => dashboard_url(tcp_addr, tls),
+    };
+    let notify = notify::Notifier::start(
+        daemon.store.clone(),
+        &runtime.config.file.notify,
+        &daemon.home,
+        &link_base,
+        runtime.web.resolver.clone(),
+        shutdown.clone(),
+    )?;
     let state = api::AppState {
         tokens: Arc::new(api::token::Tokens::new(
             daemon.home.clone(),
@@ -78,24 +109,26 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         )),
         auth: Arc::new(api::auth::Auth::new(daemon.token.clone(), tls)),
         runtime: runtime.clone(),
+        notify: notify.clone(),
         store: daemon.store.clone(),
         shutdown: shutdown.clone(),
         health: Arc::new(Health {
             ok: true,
             version: VERSION.to_owned(),
+            commit: commit().to_owned(),
             pid: std::process::id(),
             protocol: PROTOCOL_VERSION,
             home: daemon.home.display().to_string(),
             url: dashboard_url(tcp_addr, tls),
             node: daemon.store.fleet().node.clone(),
-            lan_urls: api::lan::urls(tcp_addr, tls),
+            lan_urls,
             sandbox: match confine::status() {
                 Ok(what) => what.clone(),
                 Err(why) => format!("unavailable: {why}"),
             },
         }),
     };
-    tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), "lazyboyd ready");
+    tracing::info!(%tcp_addr, home = %daemon.home.display(), pid = std::process::id(), version = VERSION, commit = commit(), "lazyboyd ready");
     // The sandbox's layers, and the tasks' cgroups (what a dead daemon left is killed now).
     confine::start(&daemon.home);
     tokio::spawn(confine::reaper::run(shutdown.clone()));
@@ -118,15 +151,19 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
                     .into_future(),
             ),
         };
+    // The node's name first (it may wait out a daemon killed with -9, or refuse), then the
+    // socket the CLI talks to.
+    runtime.register(&dashboard_url(tcp_addr, tls)).await?;
+    let socket = LocalSocket::bind(&daemon.socket)
+        .map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", daemon.socket.display()))?;
     let socket_server = axum::serve(
-        daemon.socket,
+        socket,
         api::socket_router(state).into_make_service_with_connect_info::<api::peers::Peer>(),
     )
     .with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    match runtime.start(&dashboard_url(tcp_addr, tls)).await {
+    match runtime.start().await {
         Ok(0) => {}
         Ok(count) => tracing::info!(count, "resuming tasks from their checkpoints"),
-        Err(error @ store::StoreError::NodeInUse(_)) => return Err(error.into()),
         Err(error) => tracing::error!(%error, "cannot resume tasks"),
     }
     let servers = async { tokio::join!(tcp_server, socket_server) };
@@ -144,6 +181,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     };
     tracing::info!("listeners closed; pausing tasks");
     runtime.shutdown().await;
+    notify.stopped().await;
     if let Err(error) = daemon.store.node_stopped(&runtime.instance).await {
         tracing::warn!(%error, "cannot mark the node stopped");
     }

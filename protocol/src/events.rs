@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    Approval, BoxHolder, BoxLockAction, BoxState, Decision, Deliverable, TaskState, Verdict,
+    Approval, BoxHolder, BoxLockAction, BoxState, Decision, Deliverable, NotifyKind, TaskState,
+    Verdict,
 };
 
 /// One entry of the event log, as the SSE stream and every client see it.
@@ -220,6 +221,52 @@ pub enum EventBody {
         due_at_ms: i64,
         reason: String,
     },
+    /// A notification is owed on `channel` for the event `source` (its seq): the outbox's
+    /// entry, recorded before any attempt. `id` is the notification's, the same on every
+    /// channel and across retries.
+    NotificationDue {
+        id: String,
+        kind: NotifyKind,
+        channel: String,
+        source: i64,
+    },
+    /// The receiver accepted it on attempt `attempt` (from 1).
+    NotificationSent {
+        id: String,
+        kind: NotifyKind,
+        channel: String,
+        attempt: u32,
+    },
+    /// Attempt `attempt` failed; the next comes in `retry_in_ms`, or none (`None`: given up).
+    NotificationFailed {
+        id: String,
+        kind: NotifyKind,
+        channel: String,
+        attempt: u32,
+        error: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<u64>,
+    },
+    /// Not sent, and never will be: the question was answered first, its time to live ran
+    /// out, or the channel is gone.
+    NotificationSkipped {
+        id: String,
+        kind: NotifyKind,
+        channel: String,
+        reason: String,
+    },
+    /// A browser subscribed to Web Push (in the home's `default` agent's chat thread).
+    NotifySubscriptionAdded {
+        subscription: String,
+        name: Option<String>,
+        /// The push service's host (the endpoint itself is a capability: not logged).
+        host: String,
+    },
+    /// A subscription was removed: by the person, or its push service said 404/410.
+    NotifySubscriptionGone {
+        subscription: String,
+        reason: String,
+    },
 }
 
 /// One call as recorded in an [`EventBody::AssistantReply`].
@@ -334,6 +381,12 @@ impl EventBody {
             EventBody::BoxState { .. } => "box_state",
             EventBody::BoxLock { .. } => "box_lock",
             EventBody::ToolImage { .. } => "tool_image",
+            EventBody::NotificationDue { .. } => "notification_due",
+            EventBody::NotificationSent { .. } => "notification_sent",
+            EventBody::NotificationFailed { .. } => "notification_failed",
+            EventBody::NotificationSkipped { .. } => "notification_skipped",
+            EventBody::NotifySubscriptionAdded { .. } => "notify_subscription_added",
+            EventBody::NotifySubscriptionGone { .. } => "notify_subscription_gone",
         }
     }
 

@@ -19,6 +19,8 @@ mod events;
 pub use events::*;
 mod tasks;
 pub use tasks::*;
+mod notify;
+pub use notify::*;
 mod boundaries;
 /// The team as MCP tools (`/mcp`, `lazyboy mcp serve`).
 pub mod mcp_server;
@@ -68,6 +70,9 @@ pub mod paths {
 pub struct Health {
     pub ok: bool,
     pub version: String,
+    /// The git commit the daemon was built from (`unknown` when built without git).
+    #[serde(default)]
+    pub commit: String,
     pub pid: u32,
     pub protocol: u32,
     /// The daemon's home directory.
@@ -87,6 +92,12 @@ pub struct Health {
     /// (then the `workspace-write` and `read-only` sandboxes refuse to run commands).
     #[serde(default)]
     pub sandbox: String,
+}
+
+/// How a binary names its build: `0.1.0 (commit 1a2b3c4d5e6f)`, what `lazyboy --version`,
+/// `lazyboyd --version` and `lazyboy doctor` print.
+pub fn build_name(version: &str, commit: &str) -> String {
+    format!("{version} (commit {commit})")
 }
 
 /// Every API error body: `{"error":{"code":"...","message":"..."}}`.

@@ -102,6 +102,27 @@ pub struct TokenRequest {
     pub rotate: bool,
 }
 
+/// `POST /api/daemon/stop` (local socket only). No body, or no `checkpoint_ms`: shut down
+/// now (loops stop where they are; a call in flight is `unknown` at the next start).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StopRequest {
+    /// A restart (`lazyboy daemon restart`): first claim nothing more and let every task's
+    /// running tool call finish and record its result, waiting at most this long.
+    #[serde(default)]
+    pub checkpoint_ms: Option<u64>,
+}
+
+/// The answer to [`StopRequest`]: the daemon is stopping.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Stopping {
+    /// Tasks whose loops were running when it was asked.
+    pub tasks: usize,
+    /// The wait for their checkpoints, as the daemon bounded it.
+    #[serde(default)]
+    pub checkpoint_ms: Option<u64>,
+}
+
 /// The answer to [`TokenRequest`]: the token in force (with `rotate`, the new one).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct DaemonToken {

@@ -305,6 +305,11 @@ impl Browser {
         std::fs::write(path, png).unwrap();
     }
 
+    /// The browser's DevTools, spoken directly (other targets, events).
+    pub async fn devtools(&self) -> crate::devtools::Devtools {
+        crate::devtools::Devtools::connect(&self.profile.path().join("profile")).await
+    }
+
     /// The browser's profile directory (for files a test writes beside it).
     pub fn scratch(&self) -> PathBuf {
         self.profile.path().to_owned()

@@ -14,12 +14,16 @@ pub mod attacks;
 pub mod bench;
 pub mod boxes;
 pub mod browser;
+pub mod clean;
+pub mod devtools;
 pub mod fleet;
 pub mod history;
 pub mod mcp_servers;
 pub mod mock_model;
+pub mod notify;
 pub mod sse;
 pub mod tasks;
+pub mod upgrade;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -32,6 +36,11 @@ use lazyboy_protocol::{Health, paths};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tempfile::TempDir;
+
+/// The commit the binaries under test report (`--version`, `/api/health`): a marker, so a
+/// test can see it carried through; the shipped binaries carry the real one
+/// (`tests/tests/release/`).
+pub const UNDER_TEST_COMMIT: &str = "under-test";
 
 /// The directory holding the binaries under test: `target/<profile>/`, where cargo puts
 /// this package's bins (`lazyboyd-under-test`, `lazyboy-under-test`: the real entry points,
@@ -410,6 +419,7 @@ fn empty_health() -> Health {
     Health {
         ok: false,
         version: String::new(),
+        commit: String::new(),
         pid: 0,
         protocol: 0,
         home: String::new(),

@@ -282,6 +282,58 @@ async fn workspace_write_hides_the_home_and_keeps_writes_in_the_workspace() {
     daemon.stop();
 }
 
+/// `lazyboy run` in a project directory uses the `default` agent, which is confined like the
+/// named ones (issue 20): its commands cannot read the token nor write outside the project,
+/// and the run does not announce the sandbox each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lazyboy_run_confines_the_default_agent_to_its_workspace() {
+    let mock = MockModel::start().await;
+    let person_home = tempfile::tempdir_in("/var/tmp").unwrap();
+    let home_env = person_home.path().display().to_string();
+    let daemon =
+        TestDaemon::start_with_model(&mock, "openai", &[("HOME", &home_env), ("TMPDIR", "/tmp")])
+            .await;
+    let lb = daemon.home().display().to_string();
+    let probe = format!(
+        "cat {lb}/token && echo token-read || echo token-denied; \
+         echo inside > inside.txt && echo inside-written; \
+         echo x > ~/outside.txt && echo outside-written || echo outside-denied"
+    );
+    mock.push(Reply::tool_call(
+        "p",
+        "exec_command",
+        json!({ "cmd": probe }),
+    ));
+    mock.push(Reply::text("probed"));
+    let ws = tempfile::tempdir().unwrap();
+    let mut run = daemon.cli();
+    run.env("HOME", &home_env)
+        .args(["run", "probe", "--workspace"])
+        .arg(ws.path());
+    let out = output_of(run).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !stderr.contains("sandbox"),
+        "run announced the sandbox: {stderr}"
+    );
+    let seen = mock.requests()[1]
+        .tool_result_for("p")
+        .unwrap_or("")
+        .to_owned();
+    for word in ["token-denied", "inside-written", "outside-denied"] {
+        assert!(seen.contains(word), "{word} missing:\n{seen}");
+    }
+    assert!(
+        !seen.contains(&daemon.token()),
+        "the token reached the model: {seen}"
+    );
+    assert!(!person_home.path().join("outside.txt").exists());
+    assert!(ws.path().join("inside.txt").exists());
+    mock.assert_clean();
+    daemon.stop();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_writes_nothing() {
     let mock = MockModel::start().await;
@@ -411,14 +463,14 @@ async fn boundaries_are_set_and_shown_per_agent() {
     assert!(agent.approve.is_empty());
     assert_eq!(agent.allow, ["git status", "cargo test*"]);
     assert_eq!(agent.sandbox, lazyboy_protocol::Sandbox::Off);
-    // The defaults: named agents are confined, `default` (what `lazyboy run` uses) is not.
+    // The defaults: every agent is confined, `default` (what `lazyboy run` uses) too.
     let out = run(&["team", "add", "plain"]).await;
     assert!(out.status.success(), "{out:?}");
     let plain: lazyboy_protocol::Agent = daemon.client().get("/api/agents/plain").await.unwrap();
     assert_eq!(plain.sandbox, lazyboy_protocol::Sandbox::WorkspaceWrite);
     let default: lazyboy_protocol::Agent =
         daemon.client().get("/api/agents/default").await.unwrap();
-    assert_eq!(default.sandbox, lazyboy_protocol::Sandbox::Off);
+    assert_eq!(default.sandbox, lazyboy_protocol::Sandbox::WorkspaceWrite);
     // Reads and the task's own calls cannot wait for approval.
     let refused = daemon
         .http

@@ -119,5 +119,28 @@ async fn configured_the_model_an_mcp_server_and_search_check_out() {
         sandbox.detail.contains("lazyboy-sandbox-under-test"),
         "{sandbox:?}"
     );
+    // The default agent's sandbox is said here, once (not by every `lazyboy run`).
+    assert!(
+        sandbox
+            .detail
+            .contains("`lazyboy run` (the default agent) is confined too (workspace-write"),
+        "{sandbox:?}"
+    );
+    // Where each binary was found, and that the running daemon is this CLI's build.
+    assert_eq!(status("binaries"), CheckStatus::Ok, "{report:#?}");
+    let binaries = report.checks.iter().find(|c| c.name == "binaries").unwrap();
+    let build =
+        lazyboy_protocol::build_name(env!("CARGO_PKG_VERSION"), lazyboy_tests::UNDER_TEST_COMMIT);
+    for part in [
+        "lazyboy-under-test".to_owned(),
+        "lazyboyd-under-test (from LAZYBOY_DAEMON_BIN)".to_owned(),
+        "lazyboy-sandbox-under-test".to_owned(),
+        format!("running: lazyboyd {build}"),
+    ] {
+        assert!(
+            binaries.detail.contains(&part),
+            "{part:?} missing: {binaries:?}"
+        );
+    }
     assert!(mock.request_count() >= 1);
 }

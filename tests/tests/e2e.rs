@@ -41,11 +41,15 @@ mod lifecycle;
 mod mcp;
 #[path = "mcp_server/main.rs"]
 mod mcp_server;
+#[path = "notify/main.rs"]
+mod notify;
 #[path = "providers/main.rs"]
 mod providers;
 #[path = "redaction/main.rs"]
 mod redaction;
 mod registry;
+#[path = "release/main.rs"]
+mod release;
 mod sandbox_gaps;
 mod schedules;
 mod secrets;

@@ -1,7 +1,8 @@
 //! Several daemons on one PostgreSQL database (issue 14), each a real `lazyboyd` on its own
 //! home as a named node: tasks that run exactly once within the limits across both, a
 //! `kill -9` whose tasks the other daemon recovers (in-flight calls `unknown`, never re-run),
-//! a schedule that fires once with both up, nodes and pins.
+//! a schedule that fires once with both up, nodes and pins; a node name held by a live
+//! daemon is refused at once, one left by a killed daemon waited out, saying so.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -294,4 +295,79 @@ async fn a_schedule_due_with_both_daemons_up_fires_once_per_slot() {
     assert!(created >= fired.len());
     a.stop();
     b.stop();
+}
+
+/// `lazyboy daemon start` for a second home on the same database and node name (two homes
+/// on one host, no `--node`): refused at once while the holder lives, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_name_held_by_a_live_daemon_is_refused_at_once() {
+    let url = postgres_url().await;
+    // A lease long enough that waiting one out would show.
+    let lease = Duration::from_secs(30);
+    let first = start_node("", &url, "shared", lease).await;
+    // Frozen, so its heartbeat stands still as a killed daemon's would: what tells them
+    // apart is that its process lives.
+    let frozen = nix::unistd::Pid::from_raw(first.pid() as i32);
+    nix::sys::signal::kill(frozen, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let home = lazyboy_tests::temp_home();
+    let mut start = lazyboy_tests::cli(home.path());
+    start
+        .args(["daemon", "start"])
+        .env("LAZYBOY_DATABASE_URL", &url)
+        .env("LAZYBOY_NODE", "shared")
+        .env("LAZYBOY_LEASE_TTL_MS", lease.as_millis().to_string());
+    let began = Instant::now();
+    let output = lazyboy_tests::output_of(start).await;
+    let took = began.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        took < lease / 2,
+        "it waited for a live daemon's heartbeat to go stale ({took:?}): {stderr}"
+    );
+    for part in [
+        "\"shared\" is held by a live lazyboyd".to_owned(),
+        format!("pid {}", first.pid()),
+        first.health.url.clone(),
+        "--node".to_owned(),
+    ] {
+        assert!(stderr.contains(&part), "{part:?} missing: {stderr}");
+    }
+    assert!(
+        !stderr.contains(&url),
+        "the database URL (a secret) was printed: {stderr}"
+    );
+    nix::sys::signal::kill(frozen, nix::sys::signal::Signal::SIGCONT).unwrap();
+    first.stop();
+}
+
+/// The same name left by a daemon killed with -9: its heartbeat is still fresh, so the new
+/// daemon waits it out, and `daemon start` says what it waits for and for how long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_name_left_by_a_killed_daemon_is_waited_out_saying_so() {
+    let url = postgres_url().await;
+    let lease = Duration::from_secs(3);
+    let mut first = start_node("", &url, "left", lease).await;
+    let pid = first.pid();
+    first.kill9();
+    let home = lazyboy_tests::temp_home();
+    let mut start = lazyboy_tests::cli(home.path());
+    start
+        .args(["--json", "daemon", "start"])
+        .env("LAZYBOY_DATABASE_URL", &url)
+        .env("LAZYBOY_NODE", "left")
+        .env("LAZYBOY_LEASE_TTL_MS", lease.as_millis().to_string());
+    let output = lazyboy_tests::output_of(start).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("\"left\" is held by pid {pid}"))
+            && stderr.contains("waiting up to 4 s"),
+        "{stderr}"
+    );
+    let health: lazyboy_protocol::Health = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(health.node, "left");
+    let mut stop = lazyboy_tests::cli(home.path());
+    stop.args(["daemon", "stop"]);
+    assert!(lazyboy_tests::output_of(stop).await.status.success());
 }

@@ -292,12 +292,14 @@ async fn a_protocol_mismatch_is_reported_clearly() {
     .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let (_, stderr) = text(&output);
+    // ... and says what to do: restart the daemon with this version.
     assert!(
         stderr.contains("speaks protocol 999, but this lazyboy")
             && stderr.contains(&format!(
                 "speaks protocol {}",
                 lazyboy_protocol::PROTOCOL_VERSION
-            )),
+            ))
+            && stderr.contains("`lazyboy daemon restart`"),
         "{stderr}"
     );
 }

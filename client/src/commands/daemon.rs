@@ -1,4 +1,4 @@
-//! `lazyboy daemon start|stop|status|token`.
+//! `lazyboy daemon start|restart|stop|status|token`.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -14,14 +14,7 @@ use crate::daemon_proc;
 pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow::Result<i32> {
     match command {
         DaemonCommand::Start { node, reach } => {
-            let mut args = crate::reach::tls_args(&reach)?;
-            if let Some(node) = node {
-                args.extend(["--node".to_owned(), node]);
-            }
-            if reach.lan {
-                let listen = crate::reach::lan_listen()?.to_string();
-                args.splice(0..0, ["--listen".to_owned(), listen]);
-            }
+            let args = start_args(node, &reach)?;
             let health = match client.get::<Health>("/api/health").await {
                 Ok(_) => {
                     let health = daemon_proc::health(client).await?;
@@ -51,6 +44,15 @@ pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow:
                 }
             }
         }
+        DaemonCommand::Restart { node, reach, wait } => {
+            let args = start_args(node, &reach)?;
+            let health =
+                daemon_proc::restart(client, args, std::time::Duration::from_secs(wait)).await?;
+            print_health(&health, json)?;
+            if !json && reach.lan {
+                crate::reach::print_lan(client, &health).await?;
+            }
+        }
         DaemonCommand::Stop => match daemon_proc::stop(client).await? {
             Some(health) => println!("lazyboyd (pid {}) stopped", health.pid),
             None => println!("lazyboyd is not running"),
@@ -70,13 +72,30 @@ pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow:
     Ok(0)
 }
 
+/// The `lazyboyd` arguments `start` and `restart` pass on for their flags.
+fn start_args(node: Option<String>, reach: &crate::cli::ReachArgs) -> anyhow::Result<Vec<String>> {
+    let mut args = crate::reach::tls_args(reach)?;
+    if let Some(node) = node {
+        args.extend(["--node".to_owned(), node]);
+    }
+    if reach.lan {
+        let listen = crate::reach::lan_listen()?.to_string();
+        args.splice(0..0, ["--listen".to_owned(), listen]);
+    }
+    Ok(args)
+}
+
 fn print_health(health: &Health, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(health)?);
     } else {
         println!(
             "lazyboyd {} running (pid {})\nhome:      {}\ndashboard: {}\nnode:      {}",
-            health.version, health.pid, health.home, health.url, health.node
+            lazyboy_protocol::build_name(&health.version, &health.commit),
+            health.pid,
+            health.home,
+            health.url,
+            health.node
         );
         for url in &health.lan_urls {
             println!("lan:       {url}");

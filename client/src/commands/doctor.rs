@@ -3,13 +3,14 @@
 //!
 //! The daemon checks what only it can (the config on disk, the model, each MCP server, web
 //! search, and the sandbox's layers and cgroups: `GET /api/doctor`); this side checks the
-//! machine: Docker, the box image, and the login service (whose unit must delegate its
+//! machine: where the binaries were found (and whether the running daemon is this CLI's
+//! build), Docker, the box image, and the login service (whose unit must delegate its
 //! cgroup to the daemon). A daemon that cannot start is itself a failed check, and the
 //! machine's checks still run.
 
 use std::process::{Command, Stdio};
 
-use lazyboy_protocol::{CheckStatus, DoctorCheck, DoctorReport};
+use lazyboy_protocol::{CheckStatus, DoctorCheck, DoctorReport, Health, build_name};
 
 use crate::connection::Client;
 use crate::daemon_proc;
@@ -23,7 +24,9 @@ const BOX_API_LABEL: &str = "lazyboy.box.api";
 const BOX_API: u32 = 2;
 
 pub async fn run(client: &Client, json: bool) -> anyhow::Result<i32> {
-    let mut checks = match daemon_proc::ensure_running(client).await {
+    let running = daemon_proc::ensure_running(client).await;
+    let mut checks = vec![binaries(running.as_ref().ok())];
+    checks.extend(match running {
         Ok(_) => match client.get::<DoctorReport>("/api/doctor").await {
             Ok(report) => report.checks,
             Err(error) => vec![fail(
@@ -41,7 +44,7 @@ pub async fn run(client: &Client, json: bool) -> anyhow::Result<i32> {
                 client.home().display()
             ),
         )],
-    };
+    });
     let docker = docker();
     let docker_ok = docker.status == CheckStatus::Ok;
     checks.push(docker);
@@ -87,6 +90,61 @@ fn ok(name: &str, detail: String) -> DoctorCheck {
         status: CheckStatus::Ok,
         detail,
         fix: None,
+    }
+}
+
+/// Where each binary was found (every install path keeps them side by side), and whether the
+/// running daemon is the build this CLI is: after an upgrade it is not, until restarted.
+fn binaries(running: Option<&Health>) -> DoctorCheck {
+    let this = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let mine = build_name(env!("CARGO_PKG_VERSION"), crate::app::commit());
+    let (daemon, how) = daemon_proc::daemon_found();
+    let daemon_text = match &daemon {
+        Some(path) => format!("{} ({how})", path.display()),
+        None => format!("not found ({how})"),
+    };
+    let helper = daemon
+        .as_ref()
+        .and_then(|path| {
+            let name = path.file_name()?.to_str()?;
+            let helper = path.with_file_name(name.replacen("lazyboyd", "lazyboy-sandbox", 1));
+            helper.is_file().then_some(helper)
+        })
+        .map_or_else(
+            || "not beside lazyboyd (it confines commands with itself, slower)".to_owned(),
+            |p| p.display().to_string(),
+        );
+    let mut detail =
+        format!("lazyboy {this} ({mine}); lazyboyd {daemon_text}; lazyboy-sandbox {helper}");
+    if daemon.is_none() {
+        return fail(
+            "binaries",
+            detail,
+            "put lazyboyd beside lazyboy (every package does), on PATH, or name it in \
+             LAZYBOY_DAEMON_BIN",
+        );
+    }
+    match running {
+        Some(health) => {
+            let theirs = build_name(&health.version, &health.commit);
+            detail.push_str(&format!("; running: lazyboyd {theirs}, pid {}", health.pid));
+            if theirs != mine {
+                return DoctorCheck {
+                    name: "binaries".into(),
+                    status: CheckStatus::Warn,
+                    detail,
+                    fix: Some(
+                        "the running daemon is another build than this CLI (an upgrade?): \
+                         lazyboy daemon restart"
+                            .into(),
+                    ),
+                };
+            }
+            ok("binaries", detail)
+        }
+        None => ok("binaries", detail),
     }
 }
 
@@ -153,7 +211,7 @@ fn box_image(docker_ok: bool) -> DoctorCheck {
         _ => fail(
             "box image",
             format!("{BOX_IMAGE} is not built"),
-            "build the box image from the LazyBoy source tree (see box/README.md)",
+            "lazyboy box build (the image's files are inside lazyboy; see box/README.md)",
         ),
     }
 }

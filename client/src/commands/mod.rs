@@ -9,6 +9,7 @@ pub mod events;
 pub mod mcp;
 pub mod mcp_serve;
 pub mod nodes;
+pub mod notify;
 pub mod run;
 pub mod schedule;
 pub mod service;

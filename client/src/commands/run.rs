@@ -37,26 +37,12 @@ pub async fn run(client: &Client, args: RunArgs, json: bool) -> anyhow::Result<i
     follow(client, &task, json, Some(&mut input)).await
 }
 
-/// Says on stderr, at the start, where the agent's commands may write and what waits for the
-/// person's approval (the `default` agent runs commands unconfined unless told otherwise).
+/// Says on stderr, at the start, what waits for the person's approval (answered at this
+/// prompt). The sandbox is not repeated on every run: every agent is confined to its
+/// workspace unless the person chose otherwise, which `lazyboy doctor`, `team show` and the
+/// README say.
 async fn state_boundaries(client: &Client, agent: &str) -> anyhow::Result<()> {
     let info: lazyboy_protocol::Agent = client.get(&format!("/api/agents/{agent}")).await?;
-    let sandbox = match info.sandbox {
-        lazyboy_protocol::Sandbox::Off => format!(
-            "sandbox off: {agent}'s commands run as you, unconfined (`lazyboy team edit {agent} \
-             --sandbox workspace-write` confines them to the workspace)"
-        ),
-        other => format!(
-            "sandbox {}: {agent}'s commands cannot read the LazyBoy home{}",
-            other.as_str(),
-            if other == lazyboy_protocol::Sandbox::ReadOnly {
-                " and write nowhere"
-            } else {
-                ", and write only in the workspace and the temp dir"
-            }
-        ),
-    };
-    eprintln!("({sandbox})");
     if !info.approve.is_empty() {
         let effects: Vec<&str> = info.approve.iter().map(|e| e.as_str()).collect();
         eprintln!(

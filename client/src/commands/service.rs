@@ -25,7 +25,9 @@ use crate::connection::Client;
 use crate::daemon_proc;
 use crate::service_file::{self, Platform, Spec};
 
+mod restart;
 mod tools;
+pub use restart::{runs_daemon, start_again};
 use tools::{launchctl, systemctl};
 
 /// How long install waits for the service's daemon to answer.

@@ -120,6 +120,11 @@ impl Turn {
                     "stopped by the person".into(),
                 ));
             }
+            // A restart: between two calls is a checkpoint. The calls not started get
+            // `skipped` at the next start, as after any stop between calls.
+            if self.rt.draining() {
+                return Err(Halt::Shutdown);
+            }
             let end = if parsed[index].effect == Effect::Read {
                 let end = parsed[index..]
                     .iter()

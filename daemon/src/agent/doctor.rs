@@ -73,14 +73,21 @@ pub async fn checks(rt: &Arc<Runtime>, home: &str) -> Vec<DoctorCheck> {
         });
     }
     out.push(web_search(rt).await);
-    out.extend(sandbox());
+    let default = rt
+        .store
+        .agent(crate::DEFAULT_AGENT)
+        .await
+        .ok()
+        .map(|agent| agent.boundaries.sandbox(&agent.name));
+    out.extend(sandbox(default));
     out
 }
 
 /// Whether agents' host commands can be confined here (`workspace-write`, `read-only`), and
-/// how: each layer of the sandbox, then the containment of a task's processes.
-fn sandbox() -> Vec<DoctorCheck> {
-    let mut out = vec![landlock()];
+/// how: each layer of the sandbox, then the containment of a task's processes; and what the
+/// `default` agent (`lazyboy run`) runs under, said here once rather than by every run.
+fn sandbox(default: Option<lazyboy_protocol::Sandbox>) -> Vec<DoctorCheck> {
+    let mut out = vec![landlock(&default_agent(default))];
     if cfg!(target_os = "linux") {
         let layers = crate::confine::layers();
         out.push(match &layers.seccomp {
@@ -134,7 +141,24 @@ fn sandbox() -> Vec<DoctorCheck> {
     out
 }
 
-fn landlock() -> DoctorCheck {
+/// What the `default` agent runs under, as a clause of the sandbox check.
+fn default_agent(default: Option<lazyboy_protocol::Sandbox>) -> String {
+    match default {
+        Some(lazyboy_protocol::Sandbox::Off) => {
+            "; `lazyboy run` (the default agent) runs commands unconfined, as you, by your \
+             choice (`lazyboy team edit default --sandbox workspace-write` confines it)"
+                .to_owned()
+        }
+        Some(sandbox) => format!(
+            "; `lazyboy run` (the default agent) is confined too ({}; `lazyboy team edit \
+             default --sandbox off` runs it unconfined, as you)",
+            sandbox.as_str()
+        ),
+        None => String::new(),
+    }
+}
+
+fn landlock(default: &str) -> DoctorCheck {
     match crate::confine::landlock::abi() {
         Ok(abi) => {
             let rules = crate::confine::landlock::rules_at(abi).join(", ");
@@ -151,7 +175,7 @@ fn landlock() -> DoctorCheck {
                     CheckStatus::Warn
                 },
                 format!(
-                    "landlock (ABI {abi}), through {}: {rules}{missing}",
+                    "landlock (ABI {abi}), through {}: {rules}{missing}{default}",
                     crate::confine::helper().display()
                 ),
                 (abi < 6).then(|| "a Linux kernel 6.12 or newer has every rule".to_owned()),

@@ -2,8 +2,9 @@
 //! scheduler that claims queued tasks, the lease timer, recovery, and the watcher that wakes
 //! them when another daemon changes the queue.
 //!
-//! - At start the node registers (a name held by a live process is refused; one left by a
-//!   daemon killed with `-9` is waited out, at most a lease), then claims what no live loop
+//! - At start the node registers (a name held by a live process is refused at once: a
+//!   `lazyboyd` with the holder's pid runs here, or its heartbeat moves; one left by a daemon
+//!   killed with `-9` is waited out, at most a lease, saying so), then claims what no live loop
 //!   holds: its own tasks from before the restart and any whose lease ran out (all of them
 //!   on SQLite, whose home lock proves every other owner dead), and resumes them.
 //! - The scheduler (woken by a `Notify`, never on a tick) claims queued subagents of its own
@@ -23,6 +24,7 @@
 //!   tasks to end.
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +32,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use super::{Running, Runtime, schedules};
-use crate::store::{Renewal, StoreError, Topic};
+use crate::store::{NodeHolder, Renewal, StoreError, Topic};
 
 impl Runtime {
     /// How often leases are renewed: a third of their TTL.
@@ -40,12 +42,11 @@ impl Runtime {
             .max(50)
     }
 
-    /// At start: registers this node, resumes the tasks no live loop holds (the loop marks
-    /// in-flight calls `unknown`), then starts the scheduler, the lease timer, the schedules'
-    /// timer (running missed slots once) and, on a shared database, the watcher. Returns how
-    /// many tasks resumed.
-    pub async fn start(self: &Arc<Self>, url: &str) -> Result<usize, StoreError> {
-        self.register(url).await?;
+    /// At start, once [`Runtime::register`] took the node's name: resumes the tasks no live
+    /// loop holds (the loop marks in-flight calls `unknown`), then starts the scheduler, the
+    /// lease timer, the schedules' timer (running missed slots once) and, on a shared
+    /// database, the watcher. Returns how many tasks resumed.
+    pub async fn start(self: &Arc<Self>) -> Result<usize, StoreError> {
         // Before any task resumes: who held the box survives, dead holders do not.
         self.sandbox.recover().await?;
         let resumed = self.recover().await?;
@@ -61,34 +62,47 @@ impl Runtime {
         Ok(resumed)
     }
 
-    /// Records this daemon as its node; waits (at most a lease) for the heartbeat of a
-    /// previous process with the same name to go stale, as after a `kill -9`.
-    async fn register(&self, url: &str) -> Result<(), StoreError> {
+    /// Records this daemon as its node. A name held by another process is refused at once
+    /// when that process is alive (a `lazyboyd` with its pid runs on this machine, or its
+    /// heartbeat moves while we look); otherwise it may be a daemon killed with `-9`, whose
+    /// heartbeat stays fresh for up to a lease: that is waited out (saying so, with the time
+    /// limit), and refused if it comes back to life meanwhile.
+    pub async fn register(&self, url: &str) -> Result<(), StoreError> {
         let ttl =
             Duration::from_millis(u64::try_from(self.store.fleet().lease_ttl_ms).unwrap_or(0));
-        let deadline = Instant::now() + ttl + Duration::from_millis(self.renew_every_ms());
-        let mut told = false;
+        let limit = ttl + Duration::from_millis(self.renew_every_ms());
+        let deadline = Instant::now() + limit;
+        // Polled faster than the holder renews, so a live one shows within one renewal.
+        let poll = Duration::from_millis((self.renew_every_ms() / 4).clamp(25, 1000));
+        let mut first: Option<NodeHolder> = None;
         loop {
             let registered = self
                 .store
                 .register_node(&self.instance, std::process::id(), url, crate::VERSION)
                 .await;
-            match registered {
-                Err(StoreError::NodeInUse(name)) if Instant::now() < deadline => {
-                    if !told {
-                        tracing::warn!(
-                            node = %name,
-                            "another process holds this node name; waiting for its heartbeat \
-                             to go stale (a daemon killed with -9 leaves it fresh for a lease)"
-                        );
-                        told = true;
-                    }
-                    tokio::select! {
-                        () = tokio::time::sleep(Duration::from_millis(self.renew_every_ms())) => {}
-                        () = self.shutdown.cancelled() => return Ok(()),
-                    }
-                }
+            let holder = match registered {
+                Err(StoreError::NodeInUse(holder)) => holder,
                 other => return other,
+            };
+            let moved = first.as_ref().is_some_and(|seen| *seen != holder);
+            if moved || alive_here(&holder) || Instant::now() >= deadline {
+                return Err(StoreError::NodeInUse(holder));
+            }
+            if first.is_none() {
+                crate::telemetry::progress(&format!(
+                    "the node name {:?} is held by pid {} ({}), whose heartbeat is fresh: \
+                     waiting up to {} s for it to go stale, as a daemon killed with -9 leaves \
+                     it; if that daemon is alive, give this one another name with --node",
+                    holder.name,
+                    holder.pid,
+                    holder.url,
+                    limit.as_secs().max(1)
+                ));
+                first = Some(holder);
+            }
+            tokio::select! {
+                () = tokio::time::sleep(poll) => {}
+                () = self.shutdown.cancelled() => return Ok(()),
             }
         }
     }
@@ -98,7 +112,7 @@ impl Runtime {
     /// their loops. Returns how many.
     async fn recover(self: &Arc<Self>) -> Result<usize, StoreError> {
         let mut running = self.running.lock().await;
-        if self.shutdown.is_cancelled() {
+        if self.shutdown.is_cancelled() || self.draining() {
             return Ok(0);
         }
         let here: Vec<String> = running.keys().cloned().collect();
@@ -131,7 +145,8 @@ impl Runtime {
     pub(super) async fn fill(self: &Arc<Self>) -> Result<(), StoreError> {
         let limit = self.config.max_concurrent_tasks;
         let mut running = self.running.lock().await;
-        if self.shutdown.is_cancelled() {
+        // A restart is draining: what is queued waits for the next daemon.
+        if self.shutdown.is_cancelled() || self.draining() {
             return Ok(());
         }
         for task in self.store.claim_subagents().await? {
@@ -238,4 +253,26 @@ impl Runtime {
 /// Top-level tasks running here.
 fn top_level(running: &HashMap<String, Running>) -> usize {
     running.values().filter(|r| r.parent.is_none()).count()
+}
+
+/// Whether the holder of a node name is a live `lazyboyd` on this machine: a process with its
+/// pid whose program is a `lazyboyd` (`/proc/<pid>/cmdline` stays readable for a daemon
+/// that is not dumpable). A holder on another machine is told apart by its heartbeat instead.
+fn alive_here(holder: &NodeHolder) -> bool {
+    let Ok(pid) = u32::try_from(holder.pid) else {
+        return false;
+    };
+    if pid == std::process::id() {
+        return false;
+    }
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let program = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+    let name = std::path::Path::new(std::ffi::OsStr::from_bytes(program))
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    name.starts_with("lazyboyd")
 }

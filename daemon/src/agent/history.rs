@@ -380,7 +380,14 @@ impl History {
             | EventBody::ScheduleSkipped { .. }
             | EventBody::ModelUsage { .. }
             | EventBody::Deliverables { .. }
-            | EventBody::ConversationCleared {} => {}
+            | EventBody::ConversationCleared {}
+            // The notifier's outbox: the person's business, never the model's.
+            | EventBody::NotificationDue { .. }
+            | EventBody::NotificationSent { .. }
+            | EventBody::NotificationFailed { .. }
+            | EventBody::NotificationSkipped { .. }
+            | EventBody::NotifySubscriptionAdded { .. }
+            | EventBody::NotifySubscriptionGone { .. } => {}
         }
     }
 }

@@ -126,6 +126,10 @@ pub struct Runtime {
     /// The daemon's shutdown: loops stop where they are, leaving tasks to resume at the next
     /// start (a shutdown is not a verdict).
     shutdown: CancellationToken,
+    /// A restart's first step ([`Runtime::checkpoint`]): nothing new is claimed, and each loop
+    /// stops at its next checkpoint (a tool call that runs finishes and records its result
+    /// first; a model request is dropped), as a shutdown would stop it.
+    drain: CancellationToken,
     /// This process's id in the nodes table (a fresh one per start).
     pub instance: String,
 }
@@ -156,6 +160,7 @@ impl Runtime {
             finished: watch::Sender::new(0),
             tracker: TaskTracker::new(),
             shutdown,
+            drain: CancellationToken::new(),
             instance: uuid::Uuid::now_v7().to_string(),
         })
     }
@@ -403,6 +408,53 @@ impl Runtime {
         }
         self.store.delete_agent(name).await?;
         Ok(())
+    }
+
+    /// Whether a restart asked the loops to stop at their next checkpoint.
+    pub fn draining(&self) -> bool {
+        self.drain.is_cancelled()
+    }
+
+    /// How many task loops run here now.
+    pub async fn running_count(&self) -> usize {
+        self.running.lock().await.len()
+    }
+
+    /// The first step of a restart (`lazyboy daemon restart`): claims nothing more and lets
+    /// every loop reach its next checkpoint (the tool call it runs finishes and records its
+    /// result; then it stops, without a verdict, as at a shutdown), waiting at most `within`.
+    /// Returns how many loops were still running then; the shutdown that follows stops them
+    /// where they are (their calls in flight are `unknown` at the next start).
+    pub async fn checkpoint(&self, within: Duration) -> usize {
+        self.drain.cancel();
+        let deadline = tokio::time::Instant::now() + within;
+        let mut finished = self.finished.subscribe();
+        loop {
+            let left = self.running_count().await;
+            if left == 0 {
+                return 0;
+            }
+            tokio::select! {
+                changed = finished.changed() => if changed.is_err() { return left },
+                () = tokio::time::sleep_until(deadline) => return self.running_count().await,
+                () = self.shutdown.cancelled() => return self.running_count().await,
+            }
+        }
+    }
+
+    /// A restart's stop: [`Runtime::checkpoint`], then the daemon's shutdown.
+    pub fn stop_after_checkpoint(self: &Arc<Self>, within: Duration) {
+        let runtime = self.clone();
+        self.tracker.spawn(async move {
+            let left = runtime.checkpoint(within).await;
+            if left > 0 {
+                tracing::warn!(
+                    left,
+                    "tasks did not reach a checkpoint in time; stopping them where they are"
+                );
+            }
+            runtime.shutdown.cancel();
+        });
     }
 
     /// Stops every loop (without a verdict) and waits for them, then kills their commands.

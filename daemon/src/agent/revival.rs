@@ -106,6 +106,8 @@ impl Turn {
                 }
                 () = self.cancel.cancelled() => return Ok(Some(self.cancelled())),
                 () = self.pause.cancelled() => return Err(Halt::Shutdown),
+                // A restart: the wait resumes at the next start (it is read from the log).
+                () = self.rt.drain.cancelled() => return Err(Halt::Shutdown),
             }
         }
         // Read again: it names the commands and subagents recorded since the turn began.

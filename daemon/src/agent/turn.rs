@@ -113,7 +113,7 @@ pub(super) async fn run(
             rt.kill_task_processes(&turn.task.id);
             tracing::info!(?verdict, "task finished");
         }
-        Err(Halt::Shutdown) if rt.shutdown.is_cancelled() => {
+        Err(Halt::Shutdown) if rt.shutdown.is_cancelled() || rt.draining() => {
             // The task resumes at the next start, holding the box as it did.
             tracing::info!("task paused by shutdown");
             return;
@@ -285,6 +285,10 @@ impl Turn {
             if self.cancel.is_cancelled() {
                 return Ok(self.cancelled());
             }
+            // A restart: this is a checkpoint (the last batch has its results).
+            if self.rt.draining() {
+                return Err(Halt::Shutdown);
+            }
             // The last reply had no calls: the turn ends (also when resuming after a restart).
             if let Some(text) = history.ending.clone() {
                 if let Some(verdict) = self.end_turn(&history, &text).await? {
@@ -450,11 +454,15 @@ impl Turn {
             }
         };
         let cancel = self.cancel.clone();
-        let reply = self
-            .with_heartbeat("waiting for the model", async {
-                provider.complete(request, &cancel, &mut on_text).await
-            })
-            .await;
+        let asked = self.with_heartbeat("waiting for the model", async {
+            provider.complete(request, &cancel, &mut on_text).await
+        });
+        // A restart does not wait for the model: nothing of the reply is recorded yet, and
+        // the next daemon asks again.
+        let reply = tokio::select! {
+            reply = asked => reply,
+            () = self.rt.drain.cancelled() => Err(Halt::Shutdown),
+        };
         drop(on_text);
         let _ = writer.await;
         reply

@@ -51,6 +51,7 @@ static SOURCES: &[Source] = &[
     web!("lib/live.js", JS),
     web!("lib/markdown.js", JS),
     web!("lib/notify.js", JS),
+    web!("lib/push.js", JS),
     web!("lib/store.js", JS),
     web!("lib/visible.js", JS),
     web!("components/lb-agent-form.js", JS),

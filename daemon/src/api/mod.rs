@@ -42,6 +42,8 @@ pub struct AppState {
     pub tokens: Arc<token::Tokens>,
     /// The credential checks and login codes of both listeners.
     pub auth: Arc<auth::Auth>,
+    /// Web Push subscriptions, channel status and tests.
+    pub notify: Arc<crate::notify::Notifier>,
 }
 
 /// The routes shared by both listeners.
@@ -103,6 +105,17 @@ fn api(state: AppState) -> Router {
             post(routes::schedules::resume),
         )
         .route("/api/nodes", get(routes::nodes::list))
+        .route("/api/notify", get(routes::notify::status))
+        .route("/api/notify/vapid", get(routes::notify::vapid))
+        .route(
+            "/api/notify/subscriptions",
+            get(routes::notify::list).post(routes::notify::subscribe),
+        )
+        .route(
+            "/api/notify/subscriptions/{id}",
+            axum::routing::delete(routes::notify::unsubscribe),
+        )
+        .route("/api/notify/test", post(routes::notify::test))
         .route("/api/mcp", get(routes::mcp::list))
         .route("/api/mcp/{name}/test", post(routes::mcp::test))
         .route("/api/doctor", get(routes::doctor::get))

@@ -5,7 +5,8 @@
 //! - [`Confinement`]: the sandbox an agent's host commands run in (`workspace-write`,
 //!   `read-only`, `off`), the paths it grants ([`grants`], a plain function) and the git
 //!   directories it keeps read-only ([`git`]). On Linux every host command starts through
-//!   our sandbox helper, `lazyboy-sandbox` beside the daemon (else the daemon's own hidden
+//!   our sandbox helper (the `lazyboy-sandbox` crate, `confine/`), the `lazyboy-sandbox`
+//!   program beside the daemon (else the daemon's own hidden
 //!   mode, `lazyboyd --sandbox-exec`; both [`helper::helper_main`]), which joins the
 //!   command's cgroup, starts a new session, and for a confined agent protects the git
 //!   files ([`mounts`]), applies Landlock ([`landlock`]) and seccomp ([`seccomp`]) to itself
@@ -26,20 +27,17 @@
 //! is a refused command. What this machine allows is probed once ([`layers`], [`start`]) and
 //! `doctor` reports each layer.
 
+// The helper's layers are the `lazyboy-sandbox` crate's (so the helper program stays small);
+// they keep their names here.
 #[cfg(target_os = "linux")]
-pub mod caps;
+pub use lazyboy_sandbox::{caps, mounts, seccomp};
+pub use lazyboy_sandbox::{helper, landlock};
 pub mod cgroup;
 pub mod git;
-pub mod helper;
-pub mod landlock;
 pub mod layers;
-#[cfg(target_os = "linux")]
-pub mod mounts;
 pub mod procs;
 pub mod reaper;
 pub mod seatbelt;
-#[cfg(target_os = "linux")]
-pub mod seccomp;
 pub mod tree;
 pub mod workspaces;
 
@@ -52,7 +50,7 @@ use std::sync::OnceLock;
 pub use lazyboy_protocol::Sandbox;
 
 /// The hidden first argument that makes `lazyboyd` the sandbox helper.
-pub const HELPER_FLAG: &str = "--sandbox-exec";
+pub use lazyboy_sandbox::HELPER_FLAG;
 
 /// Device files every confined command may write (reading them is covered by `/`); no
 /// ioctl on any of them (see [`landlock`]).

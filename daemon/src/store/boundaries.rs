@@ -69,15 +69,17 @@ impl Boundaries {
         serde_json::from_str(&self.allow).unwrap_or_default()
     }
 
-    /// The sandbox in force for `agent`: the stored one, else `off` for the `default`
-    /// agent (what `lazyboy run` uses in a project directory, as before) and
-    /// `workspace-write` for named ones.
-    pub fn sandbox(&self, agent: &str) -> Sandbox {
-        match self.sandbox.as_deref().and_then(Sandbox::parse) {
-            Some(sandbox) => sandbox,
-            None if agent == crate::DEFAULT_AGENT => Sandbox::Off,
-            None => Sandbox::WorkspaceWrite,
-        }
+    /// The sandbox in force for `agent`: the stored one, else `workspace-write` for every
+    /// agent, the `default` one (what `lazyboy run` uses in a project directory) included.
+    /// An unconfined agent can read the home's token and use the API as the person, so
+    /// running unconfined is something the person chooses (`--sandbox off`), never a
+    /// default. (Until 0.1.0 the `default` agent ran unconfined when nothing was stored; an
+    /// upgraded home gets the new default too, having stored nothing.)
+    pub fn sandbox(&self, _agent: &str) -> Sandbox {
+        self.sandbox
+            .as_deref()
+            .and_then(Sandbox::parse)
+            .unwrap_or(Sandbox::WorkspaceWrite)
     }
 }
 
@@ -96,7 +98,7 @@ mod tests {
         assert_eq!(stored.approve, r#"["command","workspace_write"]"#);
         assert_eq!(stored.approve(), [Effect::Command, Effect::WorkspaceWrite]);
         assert_eq!(stored.allow(), ["git status"]);
-        assert_eq!(stored.sandbox("default"), Sandbox::Off);
+        assert_eq!(stored.sandbox("default"), Sandbox::WorkspaceWrite);
         assert_eq!(stored.sandbox("researcher"), Sandbox::WorkspaceWrite);
         let read_only = stored.clone().with(&BoundaryChange {
             sandbox: Some(Sandbox::ReadOnly),

@@ -25,6 +25,9 @@ pub struct LiveEvent {
     pub task: Option<Arc<str>>,
     /// What the event is about, for whoever reacts to other daemons' changes.
     pub topic: Topic,
+    /// Whether a notification may be owed for it (its kind is one of
+    /// [`lazyboy_protocol::SOURCE_KINDS`]): the notifier parses only these.
+    pub notable: bool,
     /// The whole SSE message; the event's JSON is `frame[json_start..frame.len() - 2]`.
     frame: Bytes,
     json_start: usize,
@@ -69,6 +72,7 @@ impl LiveEvent {
             agent_id,
             task: task.map(Arc::from),
             topic: Topic::of(kind),
+            notable: lazyboy_protocol::SOURCE_KINDS.contains(&kind),
             frame: frame.freeze(),
             json_start: id.len(),
         }

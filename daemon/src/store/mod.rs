@@ -24,6 +24,7 @@ pub mod conversation;
 mod events;
 mod memories;
 mod nodes;
+mod notify;
 mod postgres;
 mod projections;
 mod schedules;
@@ -36,7 +37,8 @@ pub use agents::AgentRow;
 pub use boundaries::{Boundaries, BoundaryChange};
 pub use claims::{Renewal, TaskGuard};
 pub use events::{EventFilter, LiveEvent, Topic};
-pub use nodes::NodeRow;
+pub use nodes::{NodeHolder, NodeRow};
+pub use notify::{NotifyCursor, OutboxEvent, SubscriptionRow};
 pub use schedules::{FireOutcome, Firing, ScheduleRow};
 pub use tasks::{DEFAULT_LEASE_TTL_MS, TaskRow};
 
@@ -80,10 +82,12 @@ pub enum StoreError {
     #[error("task {task} changed meanwhile: it is {found}")]
     Changed { task: String, found: String },
     #[error(
-        "the node name {0:?} is in use by a live daemon on this database; give this one \
-         another with --node"
+        "the node name {:?} is held by a live lazyboyd on this database (pid {}, {}); give \
+         this daemon another name: `lazyboy daemon start --node NAME` (lazyboyd --node, \
+         LAZYBOY_NODE), or stop that one",
+        .0.name, .0.pid, .0.url
     )]
-    NodeInUse(String),
+    NodeInUse(nodes::NodeHolder),
 }
 
 /// Where the data lives.
@@ -233,6 +237,20 @@ impl Store {
             Backend::Sqlite(db) => db.close().await,
             Backend::Postgres(db) => db.close().await,
         }
+    }
+}
+
+/// Says, when an existing database has migrations to apply (`applied`: the newest one it
+/// has), how many: on a large database they may take a while, and `lazyboy daemon start`
+/// shows it. Every migration runs in its own transaction, so a daemon killed meanwhile
+/// leaves the database at the last whole one, and the next start goes on from there.
+fn say_pending(migrator: &sqlx::migrate::Migrator, applied: Option<i64>) {
+    let Some(applied) = applied else { return };
+    let pending = migrator.iter().filter(|m| m.version > applied).count();
+    if pending > 0 {
+        crate::telemetry::progress(&format!(
+            "applying {pending} migration(s) to the database (newest it has: {applied})"
+        ));
     }
 }
 

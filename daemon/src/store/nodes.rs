@@ -8,6 +8,18 @@ use lazyboy_protocol::Node;
 
 use super::StoreError;
 
+/// Who holds a node name another process asked for ([`StoreError::NodeInUse`]): enough for
+/// the runtime to tell a live holder (refused at once) from one killed with `-9` (whose
+/// heartbeat stands still until it goes stale), and to name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeHolder {
+    pub name: String,
+    pub instance: String,
+    pub pid: i64,
+    pub url: String,
+    pub heartbeat_at_ms: i64,
+}
+
 /// A node as the store keeps it, with its running tasks.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct NodeRow {

@@ -1,5 +1,6 @@
-//! `lazyboy-sandbox` as the tests run it, beside `lazyboyd-under-test` (which finds it there).
+//! `lazyboy-sandbox` as the tests run it, beside `lazyboyd-under-test` (which finds it there):
+//! the same small crate the shipped helper is.
 
 fn main() -> std::process::ExitCode {
-    lazyboyd::confine::helper::helper_main()
+    lazyboy_sandbox::helper_main()
 }

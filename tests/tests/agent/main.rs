@@ -10,6 +10,7 @@ use lazyboy_tests::{TestDaemon, output_of, task_events, wait_for, wait_task_fini
 use serde_json::json;
 
 mod cli;
+mod environment;
 mod fuses;
 mod recovery;
 mod refusals;

@@ -10,6 +10,7 @@ use lazyboy_tests::{TestDaemon, add_agent, all_events, model_config, output_of, 
 
 mod answers;
 mod recovery;
+mod restart;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_agents_three_tasks_each_respect_the_limits() {

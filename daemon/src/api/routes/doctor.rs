@@ -1,5 +1,5 @@
 //! `GET /api/doctor`: the checks only the daemon can make (the config as it is on disk now,
-//! the model, each MCP server, web search). The CLI adds the machine's (Docker, the box
+//! the model, each MCP server, web search, the notification channels). The CLI adds the machine's (Docker, the box
 //! image, the service).
 
 use axum::Json;
@@ -9,7 +9,7 @@ use lazyboy_protocol::DoctorReport;
 use crate::api::AppState;
 
 pub async fn get(State(state): State<AppState>) -> Json<DoctorReport> {
-    Json(DoctorReport {
-        checks: crate::agent::doctor::checks(&state.runtime, &state.health.home).await,
-    })
+    let mut checks = crate::agent::doctor::checks(&state.runtime, &state.health.home).await;
+    checks.extend(state.notify.doctor().await);
+    Json(DoctorReport { checks })
 }

@@ -38,7 +38,7 @@ pub async fn all(
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<Response, ApiError> {
     let after = resume_point(&headers, query)?;
-    stream_from(state, after, EventFilter::default()).await
+    stream_from(state, after, EventFilter::default(), None).await
 }
 
 pub async fn agent(
@@ -53,7 +53,7 @@ pub async fn agent(
         agent_id: Some(agent.id),
         ..EventFilter::default()
     };
-    stream_from(state, after, filter).await
+    stream_from(state, after, filter, None).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -119,16 +119,18 @@ pub(super) fn resume_point(
     })
 }
 
+/// `hold` lives as long as the stream (a terminal following a task, for the notifier).
 pub(super) async fn stream_from(
     state: AppState,
     after: Option<i64>,
     filter: EventFilter,
+    hold: Option<crate::notify::Following>,
 ) -> Result<Response, ApiError> {
     let subscription =
         Subscription::new(state.store.clone(), filter, after, state.shutdown.clone()).await?;
     let keep_alive = idle_interval(KEEP_ALIVE);
-    let frames = stream::unfold((subscription, keep_alive), |mut state| async move {
-        let (subscription, keep_alive) = &mut state;
+    let frames = stream::unfold((subscription, keep_alive, hold), |mut state| async move {
+        let (subscription, keep_alive, _hold) = &mut state;
         // next_batch is cancel-safe: a keep-alive tick loses nothing.
         let chunk = tokio::select! {
             _ = keep_alive.tick() => Bytes::from_static(b":\n\n"),

@@ -11,6 +11,7 @@ pub mod login;
 pub mod mcp;
 pub mod messages;
 pub mod nodes;
+pub mod notify;
 pub mod sandbox;
 pub mod schedules;
 pub mod tasks;

@@ -153,9 +153,11 @@ pub async fn events(
 ) -> Result<Response, ApiError> {
     let after = resume_point(&headers, query)?;
     let task = state.store.task(&id).await?;
+    // A terminal follows this task (`lazyboy run`): its end is shown there, not notified.
+    let hold = state.notify.follow(&task.id);
     let filter = EventFilter {
         task: Some(task.id.into()),
         ..EventFilter::default()
     };
-    stream_from(state, after, filter).await
+    stream_from(state, after, filter, Some(hold)).await
 }

@@ -23,6 +23,7 @@ mod events;
 mod feed;
 mod memories;
 mod nodes;
+mod notify;
 pub(in crate::store) mod projections;
 mod schedules;
 mod tasks;
@@ -74,7 +75,8 @@ impl Postgres {
             .idle_timeout(Duration::from_secs(60))
             .connect_with(options)
             .await?;
-        refuse_newer_schema(&pool).await?;
+        let applied = refuse_newer_schema(&pool).await?;
+        crate::store::say_pending(&MIGRATOR, applied);
         MIGRATOR.run(&pool).await?;
         let schema: String = sqlx::query_scalar("SELECT current_schema()")
             .fetch_one(&pool)
@@ -149,12 +151,12 @@ impl Postgres {
     }
 }
 
-async fn refuse_newer_schema(pool: &PgPool) -> Result<(), StoreError> {
+async fn refuse_newer_schema(pool: &PgPool) -> Result<Option<i64>, StoreError> {
     let has_table: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
         .fetch_one(pool)
         .await?;
     if !has_table {
-        return Ok(());
+        return Ok(None);
     }
     let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
         .fetch_one(pool)
@@ -166,7 +168,7 @@ async fn refuse_newer_schema(pool: &PgPool) -> Result<(), StoreError> {
             found,
             known,
         }),
-        _ => Ok(()),
+        _ => Ok(found),
     }
 }
 

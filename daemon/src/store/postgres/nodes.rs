@@ -3,7 +3,7 @@
 
 use super::{DB_NOW_MS, Postgres};
 use crate::store::StoreError;
-use crate::store::nodes::NodeRow;
+use crate::store::nodes::{NodeHolder, NodeRow};
 
 impl Postgres {
     pub(in crate::store) async fn register_node(
@@ -16,16 +16,23 @@ impl Postgres {
         let mut tx = self.begin().await?;
         let sql = format!(
             "SELECT instance <> $2 AND stopped_at_ms IS NULL \
-             AND heartbeat_at_ms > {DB_NOW_MS} - $3 FROM nodes WHERE name = $1"
+             AND heartbeat_at_ms > {DB_NOW_MS} - $3, instance, pid, url, heartbeat_at_ms \
+             FROM nodes WHERE name = $1"
         );
-        let held: Option<bool> = sqlx::query_scalar(&sql)
+        let held: Option<(bool, String, i64, String, i64)> = sqlx::query_as(&sql)
             .bind(&self.fleet.node)
             .bind(instance)
             .bind(self.fleet.lease_ttl_ms)
             .fetch_optional(&mut *tx)
             .await?;
-        if held == Some(true) {
-            return Err(StoreError::NodeInUse(self.fleet.node.clone()));
+        if let Some((true, instance, pid, url, heartbeat_at_ms)) = held {
+            return Err(StoreError::NodeInUse(NodeHolder {
+                name: self.fleet.node.clone(),
+                instance,
+                pid,
+                url,
+                heartbeat_at_ms,
+            }));
         }
         let sql = format!(
             "INSERT INTO nodes (name, instance, pid, url, version, started_at_ms, \

@@ -12,6 +12,7 @@ mod conversation;
 mod events;
 mod memories;
 mod nodes;
+mod notify;
 pub(in crate::store) mod projections;
 mod schedules;
 mod tasks;
@@ -61,7 +62,8 @@ impl Sqlite {
             .busy_timeout(Duration::from_secs(5))
             .log_statements(tracing::log::LevelFilter::Trace);
         let mut writer = options.clone().connect().await?;
-        refuse_newer_schema(&mut writer, path).await?;
+        let applied = refuse_newer_schema(&mut writer, path).await?;
+        crate::store::say_pending(&MIGRATOR, applied);
         MIGRATOR.run_direct(&mut writer).await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
@@ -125,14 +127,17 @@ impl Sqlite {
     }
 }
 
-async fn refuse_newer_schema(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
+async fn refuse_newer_schema(
+    conn: &mut SqliteConnection,
+    path: &Path,
+) -> Result<Option<i64>, StoreError> {
     let has_table: Option<i64> = sqlx::query_scalar(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
     )
     .fetch_optional(&mut *conn)
     .await?;
     if has_table.is_none() {
-        return Ok(());
+        return Ok(None);
     }
     let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
         .fetch_one(&mut *conn)
@@ -144,6 +149,6 @@ async fn refuse_newer_schema(conn: &mut SqliteConnection, path: &Path) -> Result
             found,
             known,
         }),
-        _ => Ok(()),
+        _ => Ok(found),
     }
 }

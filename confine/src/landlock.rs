@@ -1,10 +1,10 @@
-//! Landlock, the sandbox's first layer (Linux): the helper ([`super::helper`]) restricts
+//! Landlock, the sandbox's first layer (Linux): the helper ([`crate::helper`]) restricts
 //! itself to the paths it is given (read and execute for `-r`; everything a write needs for
 //! `-w`) and scopes signals and abstract UNIX sockets to its own domain, then execs the
 //! shell. The command then runs as the person, in the workspace, inside that domain; every
 //! process it starts inherits it and can never leave it. The domain also denies, as
 //! Landlock always does: mounting, unmounting and remounting anything (so the read-only bind
-//! mounts of [`super::mounts`] stay), and ptrace of any process outside the domain, which
+//! mounts of [`crate::mounts`] stay), and ptrace of any process outside the domain, which
 //! covers `/proc/<pid>/environ`, `mem`, `root` and `fd` of the person's other processes.
 //!
 //! Rights never granted, whatever the path: `IOCTL_DEV` (ABI 5: no ioctl on a device opened

@@ -5,7 +5,7 @@
 //! output): the shell never runs with a layer missing that it was told to apply.
 //!
 //! 1. `--cgroup DIR`: it joins the command's cgroup (its own pid into `DIR/cgroup.procs`), so
-//!    every process the command ever starts is in it from the first ([`super::cgroup`]).
+//!    every process the command ever starts is in it from the first (the daemon's `confine::cgroup`).
 //! 2. It starts a new session (`setsid`): no controlling terminal, and no process group the
 //!    daemon's terminal could signal. It refuses when a descriptor it inherited is a
 //!    terminal (the daemon gives commands pipes; a terminal would be a leak to push input
@@ -13,11 +13,11 @@
 //! 3. `--off`: an unconfined agent's command (`sandbox = "off"`) is exec'd now: contained,
 //!    not confined.
 //! 4. `--protect PATH`...: a private mount namespace in which each PATH is a read-only bind
-//!    mount of itself ([`super::mounts`]): the repositories' `.git`.
-//! 5. As root, every capability but root's say over files is dropped ([`super::caps`]).
+//!    mount of itself ([`crate::mounts`]): the repositories' `.git`.
+//! 5. As root, every capability but root's say over files is dropped ([`crate::caps`]).
 //! 6. Landlock: `-r PATH` read and execute, `-w PATH` write as well; no device ioctls;
-//!    signals and abstract UNIX sockets scoped to the sandbox ([`super::landlock`]).
-//! 7. seccomp: no TIOCSTI/TIOCLINUX, no `AF_UNIX` socket, no io_uring ([`super::seccomp`]).
+//!    signals and abstract UNIX sockets scoped to the sandbox ([`crate::landlock`]).
+//! 7. seccomp: no TIOCSTI/TIOCLINUX, no `AF_UNIX` socket, no io_uring ([`crate::seccomp`]).
 //! 8. exec of the shell.
 //!
 //! `--probe` runs steps 4, 6 and 7 on nothing and prints one `layer=ok` or `layer=why` line per
@@ -75,7 +75,7 @@ pub enum HelperError {
     Seccomp(String),
 }
 
-/// Parses the arguments after [`super::HELPER_FLAG`].
+/// Parses the arguments after [`crate::HELPER_FLAG`].
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Spec, HelperError> {
     let mut spec = Spec::default();
     let mut args = args.into_iter();
@@ -109,11 +109,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Spec, HelperErr
     Ok(spec)
 }
 
-/// The helper as a process: its arguments, with or without [`super::HELPER_FLAG`] first
+/// The helper as a process: its arguments, with or without [`crate::HELPER_FLAG`] first
 /// (`lazyboyd --sandbox-exec ...` and `lazyboy-sandbox ...` take the same ones).
 pub fn helper_main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
-    if args.peek().map(|arg| arg.as_os_str()) == Some(super::HELPER_FLAG.as_ref()) {
+    if args.peek().map(|arg| arg.as_os_str()) == Some(crate::HELPER_FLAG.as_ref()) {
         args.next();
     }
     let spec = match parse(args) {
@@ -236,23 +236,23 @@ mod imp {
     use std::path::PathBuf;
 
     pub fn protect(paths: &[PathBuf]) -> Result<(), String> {
-        super::super::mounts::protect(paths)
+        crate::mounts::protect(paths)
     }
 
     pub fn enter_namespace() -> Result<(), String> {
-        super::super::mounts::enter_namespace()
+        crate::mounts::enter_namespace()
     }
 
     pub fn restrict(read: &[PathBuf], write: &[PathBuf]) -> Result<(), String> {
-        super::super::landlock::restrict(read, write)
+        crate::landlock::restrict(read, write)
     }
 
     pub fn seccomp() -> Result<(), String> {
-        super::super::seccomp::apply()
+        crate::seccomp::apply()
     }
 
     pub fn drop_capabilities() -> Result<(), String> {
-        super::super::caps::drop_all_but_kept()
+        crate::caps::drop_all_but_kept()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The git files of a `workspace-write` agent's repositories, read-only (Linux): the helper
 //! makes a mount namespace of its own and, in it, a read-only bind mount of each path it is
-//! told to protect (each repository's `.git`, see [`super::git`]) onto itself, before
+//! told to protect (each repository's `.git`, see the daemon's `confine::git`) onto itself, before
 //! Landlock. Landlock only allows and cannot take a subtree back out of a writable
 //! workspace; a mount can. In that namespace:
 //!
