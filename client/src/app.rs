@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command, McpCommand};
+use crate::cli::{Cli, Command, McpCommand, RetentionCommand};
 use crate::commands;
 use crate::connection::Client;
 use crate::daemon_proc;
@@ -167,6 +167,24 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Events(args) => {
             daemon_proc::ensure_running(&client).await?;
             commands::events::run(&client, args, cli.json).await
+        }
+        Command::Backup { file, with_secrets } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::keep::backup(&client, file, with_secrets, cli.json).await
+        }
+        // No daemon: the restore refuses a home one runs on.
+        Command::Restore { file } => commands::keep::restore(&client, &file),
+        Command::Export {
+            task,
+            format,
+            output,
+        } => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::keep::export(&client, &task, &format, output).await
+        }
+        Command::Retention(RetentionCommand::Run { dry_run, days }) => {
+            daemon_proc::ensure_running(&client).await?;
+            commands::keep::retention(&client, dry_run, days, cli.json).await
         }
     }
 }

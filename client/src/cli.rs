@@ -39,6 +39,34 @@ pub enum Command {
     Box(BoxCommand),
     /// Print the event log.
     Events(EventsArgs),
+    /// Back up the home while the daemon runs: a consistent copy of the database, the config
+    /// and a manifest, in one .tar.gz (mode 0600). Default FILE:
+    /// <home>/backups/lazyboy-<time>.tar.gz. On PostgreSQL, prints the pg_dump line to use.
+    Backup {
+        /// Where to write the archive (must not exist).
+        file: Option<PathBuf>,
+        /// Also the secrets kept as files (the API token).
+        #[arg(long)]
+        with_secrets: bool,
+    },
+    /// Put a backup back, with the daemon stopped (refused while one runs on the home): the
+    /// archive is checked whole first; the replaced files are kept as *.before-restore-*.
+    Restore { file: PathBuf },
+    /// A task as a record: objective, plan, messages, tool calls with results, verdict,
+    /// deliverables, usage.
+    Export {
+        task: String,
+        /// md (for people; GitHub renders it) or json (for programs; round-trips).
+        #[arg(long, default_value = "md", value_parser = ["md", "json"])]
+        format: String,
+        /// Write it here instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Replace old tool outputs with stubs and reclaim the space ([retention]
+    /// tool_output_days in config.toml).
+    #[command(subcommand)]
+    Retention(RetentionCommand),
     /// Hand an agent a job on a cron schedule (crontab syntax, local time); schedules fire
     /// with no client attached and survive restarts.
     #[command(subcommand)]
@@ -397,4 +425,17 @@ pub struct EventsArgs {
     /// Keep following new events; reconnects and resumes after the last one printed.
     #[arg(long, short)]
     pub follow: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RetentionCommand {
+    /// One pass now.
+    Run {
+        /// Print what it would free; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Tasks that ended more than this many days ago (default: the config's).
+        #[arg(long)]
+        days: Option<u32>,
+    },
 }

@@ -244,6 +244,13 @@ impl Client {
         serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode(e.to_string()))
     }
 
+    /// A GET whose answer's body is returned as it is (an export in Markdown).
+    pub async fn get_text(&self, path: &str) -> Result<String, ClientError> {
+        let response = self.send(Method::GET, path, None, None).await?;
+        let bytes = response.into_body().collect().await?.to_bytes();
+        String::from_utf8(bytes.to_vec()).map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.call(Method::GET, path, None::<&()>).await
     }

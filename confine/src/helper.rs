@@ -4,11 +4,15 @@
 //! stops the helper with exit code [`REFUSED`] and the reason on stderr (the command's
 //! output): the shell never runs with a layer missing that it was told to apply.
 //!
-//! 1. `--cgroup DIR`: it joins the command's cgroup (its own pid into `DIR/cgroup.procs`), so
-//!    every process the command ever starts is in it from the first (the daemon's `confine::cgroup`).
-//! 2. It starts a new session (`setsid`): no controlling terminal, and no process group the
-//!    daemon's terminal could signal. It refuses when a descriptor it inherited is a
-//!    terminal (the daemon gives commands pipes; a terminal would be a leak to push input
+//! 1. `--cgroup DIR`: the command starts inside its cgroup, so every process it ever starts
+//!    is in it from the first (the daemon's `confine::cgroup`). The helper leads a session of its own and
+//!    forks its child into `DIR` ([`crate::clone_into`]: no migration, whose global lock costs
+//!    a grace period); the child goes on with the steps below, the helper only waits for it
+//!    and ends as it ended. On a kernel without `CLONE_INTO_CGROUP` the helper instead joins
+//!    `DIR` itself (its pid into `DIR/cgroup.procs`) and is the command.
+//! 2. The command starts a new session (`setsid`): no controlling terminal, and no process
+//!    group the daemon's terminal could signal. It refuses when a descriptor it inherited is
+//!    a terminal (the daemon gives commands pipes; a terminal would be a leak to push input
 //!    into).
 //! 3. `--off`: an unconfined agent's command (`sandbox = "off"`) is exec'd now: contained,
 //!    not confined.
@@ -127,31 +131,58 @@ pub fn helper_main() -> ExitCode {
         probe();
         return ExitCode::SUCCESS;
     }
-    if let Err(error) = prepare(&spec) {
-        eprintln!("lazyboy sandbox: not running the command: {error}");
-        return ExitCode::from(REFUSED);
+    match prepare(&spec) {
+        Ok(Some(child)) => return imp::relay(child),
+        Ok(None) => {}
+        Err(error) => {
+            eprintln!("lazyboy sandbox: not running the command: {error}");
+            return ExitCode::from(REFUSED);
+        }
     }
     let error = exec(&spec.command);
     eprintln!("lazyboy sandbox: cannot run {:?}: {error}", spec.command[0]);
     ExitCode::from(REFUSED)
 }
 
-/// Steps 1 to 7, in order.
-fn prepare(spec: &Spec) -> Result<(), HelperError> {
+/// How this process entered the command's cgroup.
+pub enum Entered {
+    /// It joined it (its pid written to `cgroup.procs`): it is the command.
+    Joined,
+    /// It is the child born inside it: the command.
+    Child,
+    /// It stays outside and waits for its child (this pid), the command.
+    Parent(i32),
+}
+
+/// Steps 1 to 7, in order. `Some(child)`: this process is the helper that waits for the
+/// command, `child`, which took the steps after the first.
+fn prepare(spec: &Spec) -> Result<Option<i32>, HelperError> {
+    let mut leads_session = false;
     if let Some(dir) = &spec.cgroup {
-        join_cgroup(dir)?;
+        // The helper's own session (whether it stays the command or waits for it): out of
+        // the daemon's process group, and a group the daemon's kill reaches.
+        new_session()?;
+        leads_session = true;
+        match imp::enter_cgroup(dir)? {
+            Entered::Parent(child) => return Ok(Some(child)),
+            Entered::Child => leads_session = false,
+            Entered::Joined => {}
+        }
     }
-    new_session()?;
+    if !leads_session {
+        new_session()?;
+    }
     refuse_terminals()?;
     if spec.off {
-        return Ok(());
+        return Ok(None);
     }
     if !spec.protect.is_empty() {
         imp::protect(&spec.protect).map_err(HelperError::Protect)?;
     }
     imp::drop_capabilities().map_err(HelperError::Capabilities)?;
     imp::restrict(&spec.read, &spec.write).map_err(HelperError::Landlock)?;
-    imp::seccomp().map_err(HelperError::Seccomp)
+    imp::seccomp().map_err(HelperError::Seccomp)?;
+    Ok(None)
 }
 
 fn join_cgroup(dir: &Path) -> Result<(), HelperError> {
@@ -233,7 +264,34 @@ fn probe() {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
+
+    use super::{Entered, HelperError};
+    use crate::clone_into::{self, Side};
+
+    /// Born inside the cgroup where the kernel can, else joined.
+    pub fn enter_cgroup(dir: &Path) -> Result<Entered, HelperError> {
+        let me = nix::unistd::getpid();
+        let cgroup_error = |source| HelperError::Cgroup {
+            path: dir.to_path_buf(),
+            source,
+        };
+        match clone_into::fork_into(dir) {
+            Ok(Side::Parent(child)) => Ok(Entered::Parent(child.as_raw())),
+            Ok(Side::Child) => {
+                clone_into::tie_to_parent(me).map_err(cgroup_error)?;
+                Ok(Entered::Child)
+            }
+            Err(error) if clone_into::unsupported(&error) => {
+                super::join_cgroup(dir).map(|()| Entered::Joined)
+            }
+            Err(error) => Err(cgroup_error(error)),
+        }
+    }
+
+    pub fn relay(child: i32) -> std::process::ExitCode {
+        clone_into::relay(nix::unistd::Pid::from_raw(child))
+    }
 
     pub fn protect(paths: &[PathBuf]) -> Result<(), String> {
         crate::mounts::protect(paths)
@@ -258,9 +316,19 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
+
+    use super::{Entered, HelperError};
 
     const LINUX: &str = "this helper confines only on Linux";
+
+    pub fn enter_cgroup(dir: &Path) -> Result<Entered, HelperError> {
+        super::join_cgroup(dir).map(|()| Entered::Joined)
+    }
+
+    pub fn relay(_child: i32) -> std::process::ExitCode {
+        std::process::ExitCode::from(super::REFUSED)
+    }
 
     pub fn protect(_paths: &[PathBuf]) -> Result<(), String> {
         Err(LINUX.to_owned())

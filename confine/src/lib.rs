@@ -1,5 +1,5 @@
 //! `lazyboy-sandbox`, the sandbox helper (Linux): `lazyboy-sandbox [--sandbox-exec] [OPTION]...
-//! -- SHELL -c SCRIPT` joins the command's cgroup, starts a new session, confines itself (git
+//! -- SHELL -c SCRIPT` starts the command inside its cgroup, starts a new session, confines itself (git
 //! directories read-only in a mount namespace, capabilities dropped, Landlock, seccomp) and
 //! execs the shell; each step is [`helper`]'s, in its order.
 //!
@@ -17,6 +17,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod caps;
+#[cfg(target_os = "linux")]
+pub mod clone_into;
 pub mod helper;
 pub mod landlock;
 #[cfg(target_os = "linux")]

@@ -43,6 +43,10 @@ struct Args {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Restore this backup into the home and exit, instead of serving (`lazyboy restore`).
+    /// Refused while a daemon runs on the home.
+    #[arg(long, value_name = "FILE")]
+    restore: Option<PathBuf>,
 }
 
 /// Runs the daemon with the process's arguments; `commit` is the git commit it was built from
@@ -64,6 +68,14 @@ pub fn main(commit: &'static str) -> ExitCode {
         Ok(args) => args,
         Err(error) => error.exit(),
     };
+    if let Some(archive) = &args.restore {
+        let Some(home) = paths::home(args.home.clone()) else {
+            eprintln!("lazyboyd: no home directory: set LAZYBOY_HOME");
+            return ExitCode::FAILURE;
+        };
+        nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+        return crate::keep::restore::main(&home, archive);
+    }
     match start(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -93,6 +93,12 @@ pub struct ConfigFile {
     /// `[box]`: which box container and image (`LAZYBOY_BOX_NAME`, `LAZYBOY_BOX_IMAGE` win).
     #[serde(default, rename = "box")]
     pub sandbox: BoxSection,
+    /// `[backup]`: the daemon's own backups (`every`, `keep`).
+    #[serde(default)]
+    pub backup: crate::keep::BackupSection,
+    /// `[retention]`: old tool outputs replaced by stubs (`tool_output_days`, `every`).
+    #[serde(default)]
+    pub retention: crate::keep::RetentionSection,
 }
 
 /// `[mcp_server]`: the team as MCP tools at `/mcp`.
@@ -346,6 +352,8 @@ impl ConfigFile {
         crate::web::FetchSettings::from_section(&self.web)?;
         crate::web::search::Search::from_section(&self.web_search)?;
         self.notify.check()?;
+        self.backup.check()?;
+        self.retention.check()?;
         self.mcp.check()
     }
 

@@ -14,6 +14,7 @@ pub mod confine;
 pub mod context;
 pub mod heartbeat;
 pub mod home;
+pub mod keep;
 pub mod mcp;
 pub mod mcp_server;
 pub mod notify;
@@ -79,6 +80,16 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     let tcp_addr: SocketAddr = daemon.tcp.local_addr()?;
     web::policy::set_own_listener(tcp_addr);
     ensure_default_agent(&daemon.store).await?;
+    let keep = Arc::new(keep::Keep {
+        home: daemon.home.clone(),
+        store: daemon.store.clone(),
+        backup: daemon.config.file.backup.clone(),
+        retention: daemon.config.file.retention.clone(),
+        database_url: daemon.config.database_url(),
+        passes: tokio::sync::Mutex::new(()),
+    });
+    // A backup cut short by a crash left only temporary names: gone before the next one.
+    keep::backup::clean_leftovers(&daemon.home);
     let runtime = agent::Runtime::new(
         daemon.store.clone(),
         daemon.config,
@@ -110,6 +121,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         auth: Arc::new(api::auth::Auth::new(daemon.token.clone(), tls)),
         runtime: runtime.clone(),
         notify: notify.clone(),
+        keep: keep.clone(),
         store: daemon.store.clone(),
         shutdown: shutdown.clone(),
         health: Arc::new(Health {
@@ -132,6 +144,7 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
     // The sandbox's layers, and the tasks' cgroups (what a dead daemon left is killed now).
     confine::start(&daemon.home);
     tokio::spawn(confine::reaper::run(shutdown.clone()));
+    let keep_timer = tokio::spawn(keep::timer::run(keep, shutdown.clone()));
 
     let router = api::tcp_router(state.clone(), daemon.guard).into_make_service();
     let stop = shutdown.clone().cancelled_owned();
@@ -180,6 +193,8 @@ pub async fn run(daemon: Daemon, shutdown: CancellationToken) -> anyhow::Result<
         }
     };
     tracing::info!("listeners closed; pausing tasks");
+    // A backup or retention pass in progress finishes its statement; the timer then ends.
+    let _ = keep_timer.await;
     runtime.shutdown().await;
     notify.stopped().await;
     if let Err(error) = daemon.store.node_stopped(&runtime.instance).await {

@@ -267,6 +267,21 @@ pub enum EventBody {
         subscription: String,
         reason: String,
     },
+    /// A retention pass replaced the bodies of `results` of this task's tool results with
+    /// their stubs (each marked `removed`), freeing `bytes_freed` bytes of the log.
+    RetentionPass {
+        results: u64,
+        bytes_freed: u64,
+        days: u32,
+    },
+    /// The daemon made a backup on its `[backup]` schedule (in the default agent's chat
+    /// thread) and pruned `pruned` older ones.
+    BackupMade {
+        path: String,
+        bytes: u64,
+        events: i64,
+        pruned: u64,
+    },
 }
 
 /// One call as recorded in an [`EventBody::AssistantReply`].
@@ -387,6 +402,8 @@ impl EventBody {
             EventBody::NotificationSkipped { .. } => "notification_skipped",
             EventBody::NotifySubscriptionAdded { .. } => "notify_subscription_added",
             EventBody::NotifySubscriptionGone { .. } => "notify_subscription_gone",
+            EventBody::RetentionPass { .. } => "retention_pass",
+            EventBody::BackupMade { .. } => "backup_made",
         }
     }
 

@@ -21,6 +21,8 @@ mod tasks;
 pub use tasks::*;
 mod notify;
 pub use notify::*;
+mod keep;
+pub use keep::*;
 mod boundaries;
 /// The team as MCP tools (`/mcp`, `lazyboy mcp serve`).
 pub mod mcp_server;
@@ -49,6 +51,10 @@ pub mod paths {
     pub const LOGS: &str = "logs";
     /// The API's credential (mode 0600): every request on every listener carries it.
     pub const TOKEN: &str = "token";
+    /// Where `lazyboy backup` and the daemon's own backups go.
+    pub const BACKUPS: &str = "backups";
+    /// The configuration file.
+    pub const CONFIG: &str = "config.toml";
 
     /// The home directory: `explicit`, else `LAZYBOY_HOME`, else the platform data dir
     /// (`~/.local/share/lazyboy`, `~/Library/Application Support/lazyboy`).

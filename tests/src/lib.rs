@@ -17,6 +17,7 @@ pub mod browser;
 pub mod clean;
 pub mod devtools;
 pub mod fleet;
+pub mod growth;
 pub mod history;
 pub mod mcp_servers;
 pub mod mock_model;

@@ -9,6 +9,10 @@
 //! Without cgroups (`LAZYBOY_CGROUPS=off`), `doctor` says what is not contained and the
 //! daemon's stop still ends the survivor (it is the daemon's adopted orphan).
 //!
+//! A command is born inside its cgroup (`clone3(CLONE_INTO_CGROUP)`, not a migration): its
+//! shell is in the command's cgroup, its parent is the sandbox helper, outside, and the
+//! command's end (an exit code, a signal) reaches the task unchanged.
+//!
 //! Each survivor is seen alive first, so its death is the daemon's doing. Needs cgroup v2
 //! where the daemon may make cgroups (root here and in CI).
 
@@ -16,7 +20,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use lazyboy_protocol::{CheckStatus, DoctorReport, EventBody, TaskState};
-use lazyboy_tests::attacks::{add, alive_with, read_pid, require, result_of, wait_dead};
+use lazyboy_tests::attacks::{
+    add, alive_with, read_pid, require, result_of, run_command, wait_dead,
+};
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::tasks::wait_task_state;
 use lazyboy_tests::{TestDaemon, create_task, output_of, task_events, wait_for};
@@ -194,4 +200,51 @@ async fn without_cgroups_doctor_says_so_and_the_daemons_stop_still_ends_a_surviv
     assert!(out.contains(&pid.to_string()), "{out}");
     daemon.stop();
     wait_dead(pid, "3144.5", "after the daemon stopped (no cgroups)").await;
+}
+
+/// The command's shell (`$$`) and its parent (`$PPID`, the helper that waits for it): the
+/// cgroup of each and the parent's name.
+const WHERE: &str = "echo \"self=$(grep ^0:: /proc/$$/cgroup)\"; \
+                     echo \"parent=$(grep ^0:: /proc/$PPID/cgroup)\"; \
+                     echo \"parent_name=$(cat /proc/$PPID/comm)\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_is_born_in_its_cgroup_and_ends_as_it_ended() {
+    have_cgroups();
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start_with_model(&mock, "openai", &[]).await;
+    add(&daemon, json!({"name": "boxed"})).await;
+    add(&daemon, json!({"name": "trusted", "sandbox": "off"})).await;
+    for agent in ["boxed", "trusted"] {
+        let ws = tempfile::tempdir().unwrap();
+        let out = run_command(
+            &daemon,
+            &mock,
+            agent,
+            ws.path(),
+            &format!("{WHERE}; exit 7"),
+        )
+        .await;
+        let field = |name: &str| {
+            out.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}=")))
+                .unwrap_or_else(|| panic!("no {name} in {out}"))
+                .to_owned()
+        };
+        // `<base>/<task>/<command>`: the command's own cgroup, made by the daemon.
+        let own = field("self");
+        for part in ["/lazyboy-", "/t-", "/cmd-"] {
+            assert!(own.contains(part), "{agent}: {out}");
+        }
+        // Its parent is the helper, which stayed outside: the shell was not moved in, it
+        // was created there (with a migration the shell would be the helper itself, its
+        // parent the daemon).
+        assert_eq!(field("parent_name"), "lazyboy-sandbox", "{agent}: {out}");
+        assert_ne!(field("parent"), own, "{agent}: {out}");
+        assert!(out.contains("exited with code 7"), "{agent}: {out}");
+
+        let killed = run_command(&daemon, &mock, agent, ws.path(), "kill -TERM $$").await;
+        assert!(killed.contains("killed by SIGTERM"), "{agent}: {killed}");
+    }
+    daemon.stop();
 }

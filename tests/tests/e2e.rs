@@ -36,6 +36,8 @@ mod defaults;
 mod doctor;
 mod fleet;
 mod git_files;
+#[path = "keep/main.rs"]
+mod keep;
 mod lan;
 mod lifecycle;
 mod mcp;

@@ -1,5 +1,6 @@
 // <lb-task-list>: the selected agent's tasks with their states (GET /api/tasks?agent=),
-// re-read when one of them changes while the list is shown; Stop and Continue per task.
+// re-read when one of them changes while the list is shown; Stop, Continue and Export per
+// task (Export downloads GET /api/tasks/{id}/export?format=md, the task as a readable record).
 
 import { h, ago } from '../lib/dom.js';
 import { get, post } from '../lib/api.js';
@@ -47,7 +48,12 @@ class TaskList extends HTMLElement {
       task.final_message ? h('div.task-final', {}, task.final_message.split('\n')[0]) : null,
       h('div.row', {},
         OPEN.has(task.state) ? h('button', { type: 'button', onclick: act(task, 'stop') }, 'Stop') : null,
-        !OPEN.has(task.state) && !task.parent ? h('button', { type: 'button', onclick: act(task, 'continue') }, 'Continue') : null))));
+        !OPEN.has(task.state) && !task.parent ? h('button', { type: 'button', onclick: act(task, 'continue') }, 'Continue') : null,
+        h('a.button', {
+          href: `/api/tasks/${encodeURIComponent(task.id)}/export?format=md`,
+          download: `task-${task.id}.md`,
+          title: 'the objective, plan, messages, tool calls, verdict and deliverables as Markdown',
+        }, 'Export')))));
   }
 }
 customElements.define('lb-task-list', TaskList);

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod daemon;
 pub mod doctor;
 pub mod events;
+pub mod keep;
 pub mod mcp;
 pub mod mcp_serve;
 pub mod nodes;

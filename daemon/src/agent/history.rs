@@ -387,7 +387,10 @@ impl History {
             | EventBody::NotificationFailed { .. }
             | EventBody::NotificationSkipped { .. }
             | EventBody::NotifySubscriptionAdded { .. }
-            | EventBody::NotifySubscriptionGone { .. } => {}
+            | EventBody::NotifySubscriptionGone { .. }
+            // Bookkeeping of the log itself (a stubbed result reads as its stub).
+            | EventBody::RetentionPass { .. }
+            | EventBody::BackupMade { .. } => {}
         }
     }
 }

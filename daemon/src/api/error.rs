@@ -128,12 +128,32 @@ impl From<crate::sandbox::BoxError> for ApiError {
     }
 }
 
+impl From<crate::keep::KeepError> for ApiError {
+    fn from(error: crate::keep::KeepError) -> ApiError {
+        use crate::keep::KeepError;
+        match error {
+            KeepError::Store(error) => error.into(),
+            KeepError::NoSuchTask(_) => ApiError::not_found(error.to_string()),
+            KeepError::Invalid(_) => ApiError::bad_request(error.to_string()),
+            KeepError::Postgres { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "use_pg_dump", error.to_string())
+            }
+            KeepError::Io { .. } => {
+                // The path is the person's own (they named it, or it is in their home).
+                tracing::error!(error = %error, "backup failure");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "io", error.to_string())
+            }
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> ApiError {
         match error {
             StoreError::AgentExists(_)
             | StoreError::Changed { .. }
             | StoreError::NotOwner(_)
+            | StoreError::Unsupported(_)
             | StoreError::NodeInUse(_) => {
                 ApiError::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }

@@ -44,6 +44,8 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// Web Push subscriptions, channel status and tests.
     pub notify: Arc<crate::notify::Notifier>,
+    /// Backups, retention and exports.
+    pub keep: Arc<crate::keep::Keep>,
 }
 
 /// The routes shared by both listeners.
@@ -84,6 +86,9 @@ fn api(state: AppState) -> Router {
             post(routes::tasks::continue_task),
         )
         .route("/api/tasks/{id}/events", get(routes::tasks::events))
+        .route("/api/tasks/{id}/export", get(routes::keep::export))
+        .route("/api/backup", post(routes::keep::backup))
+        .route("/api/retention/run", post(routes::keep::retention))
         .route("/api/tasks/{id}/files", get(routes::files::list))
         .route(
             "/api/tasks/{id}/files/{*path}",

@@ -7,11 +7,12 @@
 //!   directories it keeps read-only ([`git`]). On Linux every host command starts through
 //!   our sandbox helper (the `lazyboy-sandbox` crate, `confine/`), the `lazyboy-sandbox`
 //!   program beside the daemon (else the daemon's own hidden
-//!   mode, `lazyboyd --sandbox-exec`; both [`helper::helper_main`]), which joins the
-//!   command's cgroup, starts a new session, and for a confined agent protects the git
-//!   files ([`mounts`]), applies Landlock ([`landlock`]) and seccomp ([`seccomp`]) to itself
-//!   and then execs the shell, as codex-rs has codex-linux-sandbox (no `pre_exec` closure:
-//!   `unsafe_code` is denied here). On macOS the same rules become a Seatbelt profile for
+//!   mode, `lazyboyd --sandbox-exec`; both [`helper::helper_main`]), which starts the
+//!   command inside its cgroup ([`clone_into`]), in a new session, and for a confined agent
+//!   protects the git files ([`mounts`]), applies Landlock ([`landlock`]) and seccomp
+//!   ([`seccomp`]) to itself and then execs the shell, as codex-rs has codex-linux-sandbox
+//!   (no `pre_exec` closure: `unsafe_code` is denied here; the one exception is the helper's
+//!   raw `clone3`, single-threaded). On macOS the same rules become a Seatbelt profile for
 //!   `sandbox-exec` ([`seatbelt`]).
 //! - [`cgroup`]: each task's processes in a cgroup v2 of their own, killed whole when the
 //!   task ends, is stopped, or the daemon stops; [`tree`], the process walk without them.
@@ -30,7 +31,7 @@
 // The helper's layers are the `lazyboy-sandbox` crate's (so the helper program stays small);
 // they keep their names here.
 #[cfg(target_os = "linux")]
-pub use lazyboy_sandbox::{caps, mounts, seccomp};
+pub use lazyboy_sandbox::{caps, clone_into, mounts, seccomp};
 pub use lazyboy_sandbox::{helper, landlock};
 pub mod cgroup;
 pub mod git;

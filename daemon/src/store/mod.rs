@@ -22,6 +22,7 @@ mod box_log;
 mod claims;
 pub mod conversation;
 mod events;
+mod keep;
 mod memories;
 mod nodes;
 mod notify;
@@ -72,6 +73,9 @@ pub enum StoreError {
     NoSuchTask(String),
     #[error("no schedule {0:?}")]
     NoSuchSchedule(String),
+    /// What this backend does not do (a SQLite snapshot of a PostgreSQL database).
+    #[error("{0}")]
+    Unsupported(String),
     #[error("cannot encode an event: {0}")]
     Encode(serde_json::Error),
     /// A running task's write by a node that no longer holds its claim (its lease expired

@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod events;
 pub mod files;
 pub mod health;
+pub mod keep;
 pub mod login;
 pub mod mcp;
 pub mod messages;

@@ -21,6 +21,7 @@ mod claims;
 mod conversation;
 mod events;
 mod feed;
+pub(in crate::store) mod keep;
 mod memories;
 mod nodes;
 mod notify;

@@ -10,6 +10,7 @@ mod agents;
 mod claims;
 mod conversation;
 mod events;
+pub(in crate::store) mod keep;
 mod memories;
 mod nodes;
 mod notify;
@@ -23,8 +24,8 @@ use std::time::Duration;
 
 use sqlx::ConnectOptions;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool,
+    SqlitePoolOptions, SqliteSynchronous,
 };
 use tokio::sync::Mutex;
 
@@ -61,7 +62,17 @@ impl Sqlite {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(5))
             .log_statements(tracing::log::LevelFilter::Trace);
-        let mut writer = options.clone().connect().await?;
+        // A new file frees retention's pages incrementally (an older one is converted by
+        // its first pass, see `keep.rs`); the setting means nothing to the readers. Only a new
+        // one: on an existing file the pragma is a write (the header's change counter), and a
+        // database this build refuses must be left byte for byte as it was.
+        let mut writer = if path.exists() {
+            options.clone()
+        } else {
+            options.clone().auto_vacuum(SqliteAutoVacuum::Incremental)
+        }
+        .connect()
+        .await?;
         let applied = refuse_newer_schema(&mut writer, path).await?;
         crate::store::say_pending(&MIGRATOR, applied);
         MIGRATOR.run_direct(&mut writer).await?;
