@@ -167,15 +167,23 @@ async fn kill_9_mid_backup_leaves_no_file_that_looks_complete() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = command.spawn().unwrap();
-    let leftover = wait_for(Duration::from_secs(60), "the backup to start", || {
-        let backups = backups.clone();
-        async move {
-            std::fs::read_dir(&backups).ok()?.flatten().find_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.starts_with(".lazyboy-backup-").then_some(name)
-            })
-        }
-    })
+    // Killed while the archive itself is written (a `.tar.gz` growing, after the snapshot):
+    // the moment a write straight to the final name would leave a partial file that looks
+    // complete.
+    let leftover = wait_for(
+        Duration::from_secs(120),
+        "the archive to be written",
+        || {
+            let backups = backups.clone();
+            async move {
+                std::fs::read_dir(&backups).ok()?.flatten().find_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let growing = e.metadata().is_ok_and(|m| m.len() > 0);
+                    (name.ends_with(".tar.gz") && growing).then_some(name)
+                })
+            }
+        },
+    )
     .await;
     daemon.kill9();
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
