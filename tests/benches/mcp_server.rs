@@ -1,10 +1,13 @@
 //! The team as MCP tools (issue 19): the overhead of a `tools/call` of `task_status` over
 //! stdio (`lazyboy mcp serve`, relaying to `/mcp` over the socket) and over streamable HTTP
 //! (`/mcp` on TCP), the memory of an idle `lazyboy mcp serve`, and `ask_agent` with `wait_s`
-//! for a 10-step mock task against the same task through `lazyboy run`.
+//! for a 10-step mock task against the same task through `lazyboy run` (and through a fresh
+//! `lazyboy mcp serve`, which pays the setup `run` pays), each task's life split by its
+//! events' `at_ms` into the caller's way in, the daemon's time and the caller's way out.
 //!
 //! `cargo bench -p lazyboy-tests --bench mcp_server` — prints a markdown table for
-//! `docs/benchmarks.md`. `BENCH_QUICK=1` for fewer repetitions.
+//! `docs/benchmarks.md`. `BENCH_QUICK=1` for fewer repetitions; `BENCH_TIMELINE=1` prints
+//! each 10-step task's line.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
