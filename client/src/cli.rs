@@ -366,6 +366,26 @@ pub enum NotifyCommand {
     },
 }
 
+/// What `lazyboy mcp serve --help` prints after the options: configs ready to paste.
+const SERVE_HELP: &str = r#"Put it in a client's config (the client starts it and keeps it running; it starts the
+daemon when needed):
+
+Claude Desktop (claude_desktop_config.json), Cursor (~/.cursor/mcp.json):
+  {"mcpServers": {"lazyboy": {"command": "lazyboy", "args": ["mcp", "serve"]}}}
+
+Codex (~/.codex/config.toml; wait_task may wait up to 600 s):
+  [mcp_servers.lazyboy]
+  command = "lazyboy"
+  args = ["mcp", "serve"]
+  tool_timeout_sec = 660
+
+Zed (settings.json):
+  "context_servers": {"lazyboy": {"source": "custom", "command": "lazyboy", "args": ["mcp", "serve"]}}
+
+Add "--agents", "a,b" to the args to let that client see and use only those agents.
+Streamable HTTP instead (another machine, or a client without stdio): `lazyboy mcp serve
+--print-config` prints the URL and the bearer token."#;
+
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// Each configured server: its state, and its tools once it has run.
@@ -374,7 +394,7 @@ pub enum McpCommand {
     Test { name: String },
     /// Serve the team as MCP tools on stdio, for Claude Desktop, Codex, Cursor, Zed or any
     /// MCP client: ask a named agent for a long job, come back for the result.
-    #[command(after_long_help = crate::commands::mcp_serve::SERVE_HELP)]
+    #[command(after_long_help = SERVE_HELP)]
     Serve {
         /// Only these agents (comma-separated) are visible and usable by this client.
         #[arg(long)]

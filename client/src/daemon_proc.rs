@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use futures_util::future::BoxFuture;
 use hyper::Method;
 use lazyboy_protocol::{Health, PROTOCOL_VERSION, StopRequest, Stopping, paths};
 
@@ -179,15 +180,26 @@ pub async fn stop(client: &Client) -> anyhow::Result<Option<Health>> {
     Ok(Some(health))
 }
 
+/// The service manager as a restart needs it: whether it runs the daemon with `pid`, and
+/// starting its daemon again (waiting until it answers).
+pub trait ServiceManager {
+    fn runs_daemon(&self, client: &Client, pid: u32) -> bool;
+    fn start_again<'a>(&'a self, client: &'a Client) -> BoxFuture<'a, anyhow::Result<Health>>;
+}
+
 /// `lazyboy daemon restart`: asks the running daemon to stop at its tasks' checkpoints (each
 /// running tool call finishes and records its result first, for at most `within`), waits for
 /// it to exit, then starts the daemon again, as the service manager's when the service runs
 /// it, else detached with `args` (empty: the ones the old daemon was started with). The new
 /// binary on disk is the one that starts: this is how an upgrade takes effect.
+///
+/// The service manager comes in as `service` (`commands::service` supplies it): the verb above
+/// both hands it down, so this module, below every command, names none of them.
 pub async fn restart(
     client: &Client,
     args: Vec<String>,
     within: Duration,
+    service: &dyn ServiceManager,
 ) -> anyhow::Result<Health> {
     let old = match client.get::<Health>("/api/health").await {
         Ok(health) => health,
@@ -202,7 +214,7 @@ pub async fn restart(
     } else {
         args
     };
-    let managed = crate::commands::service::runs_daemon(client, old.pid);
+    let managed = service.runs_daemon(client, old.pid);
     let request = StopRequest {
         checkpoint_ms: Some(u64::try_from(within.as_millis()).unwrap_or(u64::MAX)),
     };
@@ -236,7 +248,7 @@ pub async fn restart(
     wait_unlocked(client.home(), old.pid, wait + STOP_DEADLINE).await?;
     eprintln!("{name} stopped");
     if managed {
-        return crate::commands::service::start_again(client).await;
+        return service.start_again(client).await;
     }
     start_with(client, &args).await
 }

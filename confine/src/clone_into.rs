@@ -137,7 +137,7 @@ pub fn relay(child: Pid) -> std::process::ExitCode {
                 return std::process::ExitCode::from(128u8.wrapping_add(signal as u8));
             }
             Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-            Err(_) => return std::process::ExitCode::from(crate::helper::REFUSED),
+            Err(_) => return std::process::ExitCode::from(crate::REFUSED),
         }
     }
 }

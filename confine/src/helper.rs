@@ -35,8 +35,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Exit code of a command the helper refused to start.
-pub const REFUSED: u8 = 126;
+use crate::REFUSED;
 
 /// The parsed arguments of the helper.
 #[derive(Debug, Default, PartialEq, Eq)]

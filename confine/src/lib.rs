@@ -13,7 +13,7 @@
 //! these modules under its own name.
 //!
 //! Invariant: it never runs the shell with a layer missing that it was told to apply: a step
-//! that fails exits [`helper::REFUSED`] saying why, and that is the command's output.
+//! that fails exits [`REFUSED`] saying why, and that is the command's output.
 
 #[cfg(target_os = "linux")]
 pub mod caps;
@@ -31,3 +31,8 @@ pub use helper::helper_main;
 /// The hidden first argument that makes `lazyboyd` the sandbox helper (the helper program
 /// accepts it too, so both take the same arguments).
 pub const HELPER_FLAG: &str = "--sandbox-exec";
+
+/// Exit code of a command the helper refused to start (the shell's "cannot execute"). Here
+/// at the root, beside the flag, because both the helper and the clone it waits on
+/// (`clone_into`) exit with it, and neither names the other for it.
+pub const REFUSED: u8 = 126;

@@ -117,7 +117,7 @@ fn start(args: Args) -> anyhow::Result<()> {
     seal_inherited_fds();
     // Everything the daemon creates (database, socket, logs) is private to the user.
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    crate::tools::set_user_umask(user_umask.bits());
+    crate::confine::machine::set_user_umask(user_umask.bits());
     home::prepare(&home).with_context(|| format!("cannot create {}", home.display()))?;
     crate::confine::set_home(&home);
     crate::tools::workspace::set_home(&home);
@@ -140,7 +140,7 @@ fn start(args: Args) -> anyhow::Result<()> {
         (Some(cert), Some(key)) => Some(crate::api::tls::load(cert, key)?),
         _ => None,
     };
-    crate::tools::set_secret_env(provider_key_names);
+    crate::secret_env::set_configured(provider_key_names);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

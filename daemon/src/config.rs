@@ -351,10 +351,28 @@ impl ConfigFile {
     pub fn check(&self) -> Result<(), String> {
         crate::web::FetchSettings::from_section(&self.web)?;
         crate::web::search::Search::from_section(&self.web_search)?;
-        self.notify.check()?;
+        crate::notify::check(&self.notify)?;
         self.backup.check()?;
         self.retention.check()?;
         self.mcp.check()
+    }
+
+    /// The daemon's web client from the `[web]` and `[web_search]` sections (checked when the
+    /// config was loaded; should they still be unusable: the defaults without search, and the
+    /// error in the log). The variables holding search, MCP and notification secrets are
+    /// withheld from agents from now on, and their values kept out of what is stored or sent.
+    pub fn web_client(&self) -> crate::web::Web {
+        let names = self.reach_secret_env();
+        for name in &names {
+            if let Ok(value) = std::env::var(name) {
+                crate::redact::register(name, &value);
+            }
+        }
+        crate::secret_env::add(names);
+        crate::web::Web::new(&self.web, &self.web_search).unwrap_or_else(|error| {
+            tracing::error!(%error, "the [web] or [web_search] section is unusable");
+            crate::web::Web::fallback()
+        })
     }
 
     /// Variable names holding secrets the web search and MCP sections name (withheld from

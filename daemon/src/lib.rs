@@ -21,6 +21,7 @@ pub mod notify;
 pub mod providers;
 pub mod redact;
 pub mod sandbox;
+pub mod secret_env;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;

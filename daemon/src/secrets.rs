@@ -69,7 +69,7 @@ pub(crate) fn known() -> Vec<(String, String)> {
             .filter(|(name, _)| {
                 // LAZYBOY_HOME and friends are no secrets; the configured key names are.
                 FIXED.contains(&name.as_str())
-                    || (crate::tools::is_secret_env(name) && !name.starts_with("LAZYBOY_"))
+                    || (crate::secret_env::is_secret(name) && !name.starts_with("LAZYBOY_"))
             })
             .collect(),
     }

@@ -29,9 +29,9 @@ use lazyboy_tests::bench::{self, median, quick};
 use lazyboy_tests::mock_model::{MockModel, Reply};
 use lazyboy_tests::{TestDaemon, all_events, bin, output_of, wait_for, wait_task_finished};
 use lazyboyd::confine::Confinement;
+use lazyboyd::confine::machine::Host;
 use lazyboyd::tools::CommandRegistry;
 use lazyboyd::tools::commands::StartSpec;
-use lazyboyd::tools::exec::Host;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use lazyboy_protocol::{EventBody, PlanStep};
 use lazyboy_tests::bench::{self, median, quick};
+use lazyboyd::confine::machine::Host;
 use lazyboyd::store::StoreError;
 use lazyboyd::tools::task::{Conversation, Memory, ScopeError, SubagentView, TaskScope};
-use lazyboyd::tools::{CommandRegistry, Handled, Registry, ToolContext, exec};
+use lazyboyd::tools::{CommandRegistry, Handled, Registry, ToolContext};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -77,7 +78,7 @@ fn context(workspace: &std::path::Path) -> ToolContext {
         task_id: "bench".to_owned(),
         call: "c".to_owned(),
         call_id: "bench-c".to_owned(),
-        machine: Arc::new(exec::Host::default()),
+        machine: Arc::new(Host::default()),
         commands: Arc::new(CommandRegistry::new()),
         scope: Arc::new(Quiet),
         cancel: CancellationToken::new(),

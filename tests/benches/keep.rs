@@ -5,6 +5,7 @@
 //!
 //! `cargo bench -p lazyboy-tests --bench keep` — prints a markdown table for
 //! `docs/benchmarks.md`. `BENCH_QUICK=1`: 100,000 events and fewer repetitions.
+//! `BENCH_FILLED=FILE` keeps the filled database in FILE for the next run.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -166,8 +167,24 @@ async fn run() {
     let reps = if quick() { 1 } else { 3 };
     let home = temp_home();
     let filled = Instant::now();
-    growth::fill(home.path(), "worker", shape).await;
-    eprintln!("wrote {} events in {:?}", shape.events(), filled.elapsed());
+    // `BENCH_FILLED=FILE`: the filled database is copied from FILE when it exists (a re-run
+    // skips the fill's minutes), else written and saved there. The caller keeps FILE in step
+    // with the schema and the shape (delete it after a migration).
+    let cached = std::env::var_os("BENCH_FILLED").map(std::path::PathBuf::from);
+    let db = home.path().join(paths::DATABASE);
+    match &cached {
+        Some(file) if file.is_file() => {
+            std::fs::copy(file, &db).unwrap();
+            eprintln!("copied {} in {:?}", file.display(), filled.elapsed());
+        }
+        _ => {
+            growth::fill(home.path(), "worker", shape).await;
+            eprintln!("wrote {} events in {:?}", shape.events(), filled.elapsed());
+            if let Some(file) = &cached {
+                std::fs::copy(&db, file).unwrap();
+            }
+        }
+    }
     let mock = MockModel::start().await;
     std::fs::write(
         home.path().join(paths::CONFIG),

@@ -46,8 +46,13 @@ pub async fn run(client: &Client, command: DaemonCommand, json: bool) -> anyhow:
         }
         DaemonCommand::Restart { node, reach, wait } => {
             let args = start_args(node, &reach)?;
-            let health =
-                daemon_proc::restart(client, args, std::time::Duration::from_secs(wait)).await?;
+            let health = daemon_proc::restart(
+                client,
+                args,
+                std::time::Duration::from_secs(wait),
+                &super::service::Manager,
+            )
+            .await?;
             print_health(&health, json)?;
             if !json && reach.lan {
                 crate::reach::print_lan(client, &health).await?;

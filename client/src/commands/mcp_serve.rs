@@ -9,26 +9,6 @@ use serde_json::json;
 use crate::connection::Client;
 use crate::{daemon_proc, mcp_relay};
 
-/// What `lazyboy mcp serve --help` prints after the options: configs ready to paste.
-pub const SERVE_HELP: &str = r#"Put it in a client's config (the client starts it and keeps it running; it starts the
-daemon when needed):
-
-Claude Desktop (claude_desktop_config.json), Cursor (~/.cursor/mcp.json):
-  {"mcpServers": {"lazyboy": {"command": "lazyboy", "args": ["mcp", "serve"]}}}
-
-Codex (~/.codex/config.toml; wait_task may wait up to 600 s):
-  [mcp_servers.lazyboy]
-  command = "lazyboy"
-  args = ["mcp", "serve"]
-  tool_timeout_sec = 660
-
-Zed (settings.json):
-  "context_servers": {"lazyboy": {"source": "custom", "command": "lazyboy", "args": ["mcp", "serve"]}}
-
-Add "--agents", "a,b" to the args to let that client see and use only those agents.
-Streamable HTTP instead (another machine, or a client without stdio): `lazyboy mcp serve
---print-config` prints the URL and the bearer token."#;
-
 pub async fn run(
     client: &Client,
     agents: Option<String>,

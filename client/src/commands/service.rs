@@ -27,7 +27,7 @@ use crate::service_file::{self, Platform, Spec};
 
 mod restart;
 mod tools;
-pub use restart::{runs_daemon, start_again};
+pub use restart::Manager;
 use tools::{launchctl, systemctl};
 
 /// How long install waits for the service's daemon to answer.

@@ -14,22 +14,12 @@ use std::sync::Arc;
 
 use lazyboy_protocol::{APPROVAL_OPTIONS, Decision, EventBody, TaskState, ToolStatus, Verdict};
 
-use super::batch::{BatchEnd, Call};
 use super::history::{History, Resume};
 use super::policy::{self, Policy};
-use super::turn::{Halt, Turn};
+use super::turn_state::{BatchEnd, Call, Gate, Halt, Turn};
 use super::{AnswerError, Runtime};
 use crate::store::TaskRow;
 use crate::tools::workspace::Root;
-
-/// What the boundaries say about one call before it runs.
-pub(super) enum Gate {
-    Run,
-    /// The sandbox refuses it: this is its (error) result.
-    Refuse(String),
-    /// A question for the person was recorded: the batch pauses here.
-    Ask,
-}
 
 impl Turn {
     /// Reads the agent's boundaries as they are now (an edit applies from the next turn) and

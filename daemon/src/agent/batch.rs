@@ -17,29 +17,12 @@ use futures_util::future::join_all;
 use lazyboy_protocol::{Effect, EventBody, ToolCallRecord, ToolStatus, Verdict};
 use serde_json::Value;
 
-use super::approval::Gate;
 use super::fuse::Fuse;
-use super::turn::{Halt, Turn};
+use super::turn_state::{BatchEnd, Call, Gate, Halt, Turn};
 use crate::confine::Confinement;
+use crate::confine::machine::Host;
 use crate::tools::workspace::Root;
-use crate::tools::{self, Handled, Registry, ToolContext, ToolOutput, TurnEnd, exec};
-
-/// One call of a batch, parsed.
-pub(super) struct Call {
-    pub(super) record: ToolCallRecord,
-    pub(super) args: Result<Value, String>,
-    pub(super) effect: Effect,
-}
-
-/// What a batch ended with.
-pub(super) enum BatchEnd {
-    Continue,
-    Finish(Verdict, String),
-    /// A question to the person: the task waits for the answer.
-    AskPerson,
-    /// The person sent a new instruction: the rest of the batch is skipped.
-    Steered,
-}
+use crate::tools::{self, Handled, Registry, ToolContext, ToolOutput, TurnEnd};
 
 impl Turn {
     /// Runs one batch, then tells the model the guard's reminders. Every call of the batch
@@ -223,7 +206,7 @@ impl Turn {
             call: call.record.id.clone(),
             // Spill files are named by this; call ids repeat across tasks of one workspace.
             call_id: format!("{}-{}", self.task.id, call.record.id),
-            machine: Arc::new(exec::Host::confined(confinement).in_task(&self.task.id)),
+            machine: Arc::new(Host::confined(confinement).in_task(&self.task.id)),
             commands: self.rt.commands.clone(),
             scope: self.scope.clone(),
             cancel: self.cancel.clone(),

@@ -12,10 +12,13 @@
 //! it next.
 //!
 //! The loop itself is `turn.rs` (a thin driver over the store, the provider and the tools)
-//! and `batch.rs` (one reply's calls through the task's registry); its decisions are plain
-//! functions in `fuse.rs`, `history.rs` and `policy.rs` (approvals, the sandbox);
-//! `approval.rs` pauses a batch for the person's approval and resumes it with their decision. Tools reach their task through `scope.rs`, the
-//! runtime's side of `tools::task::TaskScope`.
+//! over its steps: `batch.rs` (one reply's calls through the task's registry), `approval.rs`
+//! (pauses a batch for the person's approval and resumes it with their decision) and
+//! `window.rs` (the request fitted to the model's window). The steps share the state in
+//! `turn_state.rs` (`Turn`, `Halt`, and what one step hands another), which names none of
+//! them, so no step names another. Its decisions are plain functions in `fuse.rs`,
+//! `history.rs` and `policy.rs` (approvals, the sandbox). Tools reach their task through
+//! `scope.rs`, the runtime's side of `tools::task::TaskScope`.
 
 mod approval;
 mod batch;
@@ -32,6 +35,7 @@ mod revival;
 pub mod schedules;
 mod scope;
 mod turn;
+mod turn_state;
 mod window;
 
 use std::collections::HashMap;
@@ -147,7 +151,7 @@ impl Runtime {
         );
         let sandbox = crate::sandbox::Sandbox::new(store.clone(), sandbox, config.heartbeat);
         Arc::new(Runtime {
-            web: Arc::new(crate::web::Web::configured(&config.file)),
+            web: Arc::new(config.file.web_client()),
             mcp: Arc::new(crate::mcp::Manager::new(&config.file.mcp)),
             sandbox: Arc::new(sandbox),
             store,

@@ -18,7 +18,7 @@ use futures_util::future::select_all;
 use lazyboy_protocol::{EventBody, Verdict};
 
 use super::history::{History, REMIND_SEND, REVIVAL};
-use super::turn::{Halt, Turn};
+use super::turn_state::{Halt, Turn};
 use crate::tools::commands::{Orphan, stop_orphan};
 
 /// The longest a revival wait watches one command before re-checking (any exit or finished

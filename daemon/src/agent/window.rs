@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::Runtime;
 use super::history::History;
-use super::turn::{Halt, Turn};
+use super::turn_state::{Halt, Turn};
 use crate::context::tokens::Counter;
 use crate::context::{self, Built, Kind, Parts, TooBig, output_reserve};
 use crate::providers::{Message, ModelReply, ModelRequest, Provider, TokenUsage, ToolDef, images};

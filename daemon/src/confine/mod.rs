@@ -36,6 +36,7 @@ pub use lazyboy_sandbox::{helper, landlock};
 pub mod cgroup;
 pub mod git;
 pub mod layers;
+pub mod machine;
 pub mod procs;
 pub mod reaper;
 pub mod seatbelt;

@@ -15,7 +15,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::tools::commands::MARKER;
+/// The variable naming the command in its processes' environment: set on every command the
+/// daemon starts (host or box), read by this walk, by `tools::commands::stop_orphan` after a
+/// restart and by the API's peer check. Here, below every room that starts or finds a
+/// command, so none of them names another for it.
+pub const MARKER: &str = "LAZYBOYD_COMMAND_ID";
 
 /// Each task's command ids (their markers), for the walk at the task's end.
 static COMMANDS: Mutex<Option<HashMap<String, HashSet<String>>>> = Mutex::new(None);

@@ -267,7 +267,7 @@ pub fn render(ctx: &ToolContext, result: &Value) -> ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::handlers::testing;
+    use crate::tools::testing;
 
     #[test]
     fn names_are_prefixed_and_kept_plain() {

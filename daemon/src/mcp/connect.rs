@@ -159,7 +159,7 @@ fn spawn(
     cmd.args(&config.args);
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
-        if crate::tools::is_secret_env(key) && !config.pass_env.iter().any(|p| p == key) {
+        if crate::secret_env::is_secret(key) && !config.pass_env.iter().any(|p| p == key) {
             cmd.env_remove(key);
         }
     }

@@ -21,54 +21,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::error::ToolError;
 use super::scope::Scope;
 use super::{status, wait};
-use crate::agent::{AnswerError, JobError, MessageError, Runtime};
-use crate::store::{StoreError, TaskRow};
+use crate::agent::{JobError, MessageError, Runtime};
+use crate::store::TaskRow;
 
 /// How long `stop_task` waits for a running task to record its end.
 const STOP_SETTLE: Duration = Duration::from_secs(10);
-
-/// Why a call did nothing (or, for `Internal`, failed inside).
-#[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    #[error("bad arguments for {tool}: {message}")]
-    BadArguments { tool: &'static str, message: String },
-    #[error("no agent named {0:?} (list_agents shows the agents you may use)")]
-    NoAgent(String),
-    #[error("no task {0:?}")]
-    NoTask(String),
-    /// The runtime refused (not waiting, bad option, empty answer, a bad workspace).
-    #[error("{0}")]
-    Refused(String),
-    #[error("the call was cancelled")]
-    Cancelled,
-    #[error("internal error; see the daemon log")]
-    Internal,
-}
-
-impl From<StoreError> for ToolError {
-    fn from(error: StoreError) -> ToolError {
-        match error {
-            StoreError::NoSuchAgent(name) => ToolError::NoAgent(name),
-            StoreError::NoSuchTask(id) => ToolError::NoTask(id),
-            error @ StoreError::Changed { .. } => ToolError::Refused(error.to_string()),
-            other => {
-                tracing::error!(error = %other, "store failure in an MCP call");
-                ToolError::Internal
-            }
-        }
-    }
-}
-
-impl From<AnswerError> for ToolError {
-    fn from(error: AnswerError) -> ToolError {
-        match error {
-            AnswerError::Store(error) => error.into(),
-            other => ToolError::Refused(other.to_string()),
-        }
-    }
-}
 
 /// A successful call: the text a model reads, the structured result, and links to
 /// resources (deliverables).
@@ -264,7 +224,14 @@ impl Call<'_> {
     }
 
     async fn wait(&self, task: &TaskRow, timeout: Duration) -> Result<TeamTask, ToolError> {
-        let waited = wait::settle(self, task, timeout).await?;
+        let waited = wait::settle(
+            &self.runtime.store,
+            self.context,
+            self.shutdown,
+            task,
+            timeout,
+        )
+        .await?;
         let mut status = self.status(&task.id).await?;
         status.timed_out = waited == wait::Waited::TimedOut;
         Ok(status)

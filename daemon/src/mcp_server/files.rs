@@ -13,7 +13,8 @@ use rmcp::model::ReadResourceResult;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
-use super::call::{Call, ToolError};
+use super::call::Call;
+use super::error::ToolError;
 use crate::agent::FileError;
 
 /// The template `resources/templates/list` shows.

@@ -18,6 +18,7 @@
 //! `store/`, never `api/` (which mounts it) nor `mcp/` (the client side).
 
 mod call;
+mod error;
 mod files;
 mod scope;
 mod status;
@@ -41,7 +42,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Runtime;
-use call::{Call, ToolError};
+use call::Call;
+use error::ToolError;
 use scope::Scope;
 
 /// The largest `/mcp` request body. Over the API's 1 MiB on purpose: a too-long `job` must

@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use lazyboy_protocol::{Event, EventBody, TaskState};
 use rmcp::model::ProgressNotificationParam;
+use rmcp::service::{RequestContext, RoleServer};
+use tokio_util::sync::CancellationToken;
 
-use super::call::{Call, ToolError};
+use super::error::ToolError;
 use super::status::{current_step, progress_line};
 use crate::bus::Subscription;
-use crate::store::{EventFilter, TaskRow, Topic};
+use crate::store::{EventFilter, Store, TaskRow, Topic};
 
 /// How a wait ended (when the task did not just end it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,28 +32,30 @@ fn settled(state: TaskState) -> bool {
     state.is_final() || state == TaskState::WaitingForHuman
 }
 
-/// Waits on `task` for at most `timeout`.
+/// Waits on `task` for at most `timeout`, for the client of `context` (its cancellation, its
+/// progress token); `shutdown` is the daemon's.
 pub async fn settle(
-    call: &Call<'_>,
+    store: &Store,
+    context: &RequestContext<RoleServer>,
+    shutdown: &CancellationToken,
     task: &TaskRow,
     timeout: Duration,
 ) -> Result<Waited, ToolError> {
     let deadline = tokio::time::Instant::now() + timeout;
-    let store = &call.runtime.store;
     let filter = EventFilter {
         task: Some(task.id.as_str().into()),
         ..EventFilter::default()
     };
-    let mut events = Subscription::new(store.clone(), filter, None, call.shutdown.clone()).await?;
+    let mut events = Subscription::new(store.clone(), filter, None, shutdown.clone()).await?;
     if settled(store.task(&task.id).await?.state()) {
         return Ok(Waited::Settled);
     }
-    let token = call.context.meta.get_progress_token();
+    let token = context.meta.get_progress_token();
     let mut sent = 0u32;
     let mut step = None;
     loop {
         let batch = tokio::select! {
-            () = call.context.ct.cancelled() => return Err(ToolError::Cancelled),
+            () = context.ct.cancelled() => return Err(ToolError::Cancelled),
             () = tokio::time::sleep_until(deadline) => return Ok(Waited::TimedOut),
             batch = events.next_batch() => batch?,
         };
@@ -59,7 +63,7 @@ pub async fn settle(
             // The daemon is shutting down: no answer, so that a relay sees the connection
             // close and asks the next daemon again instead of relaying a false outcome. The
             // session's teardown drops this future.
-            call.context.ct.cancelled().await;
+            context.ct.cancelled().await;
             return Err(ToolError::Cancelled);
         };
         let mut recheck = false;
@@ -88,7 +92,7 @@ pub async fn settle(
                 let progress = ProgressNotificationParam::new(token.clone(), f64::from(sent))
                     .with_message(line);
                 // A client that went away is noticed by its cancellation, not here.
-                if let Err(error) = call.context.peer.notify_progress(progress).await {
+                if let Err(error) = context.peer.notify_progress(progress).await {
                     tracing::debug!(%error, "cannot send an MCP progress notification");
                 }
             }

@@ -41,6 +41,16 @@ use tokio_util::task::TaskTracker;
 pub use channels::WEB_PUSH;
 pub use config::NotifySection;
 
+/// What serde cannot check in `[notify]`: URLs parse, hosts are `host[:port]`, addresses are
+/// addresses, a plain-text relay is on loopback.
+pub fn check(section: &NotifySection) -> Result<(), String> {
+    section.check_urls()?;
+    if let Some(email) = &section.email {
+        email::Mailer::from_section(email).map(|_| ())?;
+    }
+    Ok(())
+}
+
 use crate::store::{Store, StoreError};
 use crate::web::Resolve;
 

@@ -16,7 +16,7 @@ use reqwest::header::HeaderValue;
 use serde_json::{Map, Value, json};
 
 use super::assemble::{Assembly, PartialCall};
-use super::retry::{AttemptError, Retry};
+use super::attempt::{AttemptError, Retry};
 use super::sse::{self, Body, Events};
 use super::{Message, ModelReply, ModelRequest, Provider, ProviderError};
 

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::retry::AttemptError;
+use super::attempt::AttemptError;
 use super::{ModelReply, Provider, TokenUsage, ToolCall};
 
 /// One tool call as its fragments arrived.

@@ -11,6 +11,7 @@
 
 pub mod anthropic;
 mod assemble;
+mod attempt;
 pub mod images;
 pub mod openai;
 mod retry;
@@ -219,8 +220,12 @@ impl Provider {
         cancel: &CancellationToken,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelReply, ProviderError> {
-        // Implemented in the provider modules; see `openai::complete_once` and
-        // `anthropic::complete_once`, wrapped by the retry loop.
-        retry::complete(self, request, cancel, on_text).await
+        // One attempt is the wire format's; the retry loop around it is `retry.rs`, handed
+        // the attempt so that it names no wire file (and none of them names it).
+        let once: retry::Once = match self.config.wire {
+            WireFormat::Openai => |p, r, t| Box::pin(openai::complete_once(p, r, t)),
+            WireFormat::Anthropic => |p, r, t| Box::pin(anthropic::complete_once(p, r, t)),
+        };
+        retry::complete(self, once, request, cancel, on_text).await
     }
 }

@@ -18,7 +18,7 @@
 use serde_json::{Value, json};
 
 use super::assemble::{Assembly, PartialCall};
-use super::retry::AttemptError;
+use super::attempt::AttemptError;
 use super::sse::{self, Body, Events};
 use super::{Message, ModelReply, ModelRequest, Provider, TokenUsage};
 

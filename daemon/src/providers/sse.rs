@@ -13,7 +13,7 @@ use reqwest::header::CONTENT_TYPE;
 use serde_json::Value;
 
 use super::Provider;
-use super::retry::{AttemptError, retry_after};
+use super::attempt::{AttemptError, retry_after};
 
 /// Error bodies can be whole HTML pages; the message keeps their start.
 const MAX_MESSAGE_CHARS: usize = 2000;

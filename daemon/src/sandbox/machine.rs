@@ -1,4 +1,4 @@
-//! The box as an [`exec::Machine`]: `box_shell` commands run through the same
+//! The box as an [`Machine`]: `box_shell` commands run through the same
 //! [`CommandRegistry`](crate::tools::CommandRegistry) as host commands (output log in the
 //! workspace, backgrounding, `box_await`, `box_kill`), but inside the container, as `box`
 //! (uid 1000), with `bash -lc`.
@@ -18,8 +18,8 @@ use std::process::Stdio;
 use futures_util::future::BoxFuture;
 use tokio::process::Child;
 
-use crate::tools::commands::MARKER;
-use crate::tools::exec::Machine;
+use crate::confine::machine::Machine;
+use crate::confine::tree::MARKER;
 
 /// Kills every process in the container whose environment carries `MARKER=<argv[1]>`, and
 /// its process group (never group 0/1 or our own); prints how many it found.
@@ -58,7 +58,7 @@ impl Machine for BoxMachine {
     fn spawn(&self, script: &str, workdir: &Path, marker: &str) -> io::Result<Child> {
         let mut command = tokio::process::Command::new("docker");
         for (name, _) in std::env::vars_os() {
-            if name.to_str().is_some_and(crate::tools::is_secret_env) {
+            if name.to_str().is_some_and(crate::secret_env::is_secret) {
                 command.env_remove(name);
             }
         }

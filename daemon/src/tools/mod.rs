@@ -2,7 +2,7 @@
 //! under `handlers/`, each a [`ToolHandler`].
 //!
 //! A handler sees its task only through [`ToolContext`]: the workspace, the execution
-//! backend ([`exec::Machine`]: where commands run and files live), and the narrow
+//! backend ([`Machine`](crate::confine::machine::Machine): where commands run and files live), and the narrow
 //! [`task::TaskScope`] the agent runtime implements (record an event, the plan, the agent's
 //! memory, its subagents, live commands). So nothing here imports `agent/`.
 //!
@@ -17,11 +17,12 @@
 //! alone and in order, and the loop fuses count only calls that change something.
 
 pub mod commands;
-pub mod exec;
 pub mod handlers;
 pub mod preview;
 pub mod spill;
 pub mod task;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod workspace;
 
 use std::collections::BTreeMap;
@@ -37,57 +38,6 @@ pub use commands::CommandRegistry;
 
 use crate::store::StoreError;
 
-/// What the person's own processes would get, recorded at daemon start: the daemon runs
-/// with umask 077 for its private files, but what agents create in a workspace belongs to
-/// the person and gets their usual permissions.
-static USER_UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-
-/// Environment variables that hold the daemon's secrets (provider keys, the API token):
-/// never passed to the commands agents run, where an `env` would put them in the log.
-static SECRET_ENV: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-
-/// Records the umask the daemon was started with (call once, at start).
-pub fn set_user_umask(mask: u32) {
-    let _ = USER_UMASK.set(mask & 0o777);
-}
-
-/// The person's umask (022 if never recorded).
-pub fn user_umask() -> u32 {
-    USER_UMASK.get().copied().unwrap_or(0o022)
-}
-
-/// Secret variable names added at run time (web search keys, MCP tokens).
-static MORE_SECRET_ENV: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
-
-/// Adds secret variable names (the `[web_search]` key, MCP servers' tokens).
-pub fn add_secret_env(names: Vec<String>) {
-    for name in &names {
-        if let Ok(value) = std::env::var(name) {
-            crate::redact::register(name, &value);
-        }
-    }
-    if let Ok(mut more) = MORE_SECRET_ENV.write() {
-        more.extend(names);
-    }
-}
-
-/// Records extra secret variable names (the config's `api_key_env` entries).
-pub fn set_secret_env(names: Vec<String>) {
-    let _ = SECRET_ENV.set(names);
-}
-
-/// Whether a variable must not reach agents' commands.
-pub fn is_secret_env(name: &str) -> bool {
-    name.starts_with("LAZYBOY_")
-        || matches!(name, "OPENAI_API_KEY" | "ANTHROPIC_API_KEY")
-        || SECRET_ENV
-            .get()
-            .is_some_and(|names| names.iter().any(|n| n == name))
-        || MORE_SECRET_ENV
-            .read()
-            .is_ok_and(|names| names.iter().any(|n| n == name))
-}
-
 /// What a tool needs from the task that called it.
 #[derive(Clone)]
 pub struct ToolContext {
@@ -99,7 +49,7 @@ pub struct ToolContext {
     /// A name for the call unique across tasks of one workspace (spill files use it).
     pub call_id: String,
     /// Where commands run and files are read and written.
-    pub machine: Arc<dyn exec::Machine>,
+    pub machine: Arc<dyn crate::confine::machine::Machine>,
     /// Every command the daemon started, by id.
     pub commands: Arc<CommandRegistry>,
     /// The task and its agent, as far as a tool may touch them.

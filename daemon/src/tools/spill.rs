@@ -108,7 +108,7 @@ fn file_stem(call_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::handlers::testing;
+    use crate::tools::testing;
 
     #[test]
     fn small_text_is_unchanged() {

@@ -308,7 +308,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::web::{FetchSettings, WebSection, cache};
+    use crate::web::{FetchSettings, WebSection};
 
     /// Names resolve to whatever the test says; every lookup is recorded. Nothing connects:
     /// the addresses below are refused before any request is built.
@@ -348,11 +348,11 @@ mod tests {
             allow_hosts: allow.iter().map(|a| a.to_string()).collect(),
             ..Default::default()
         };
+        // The defaults (an empty cache, no search) with these settings and names.
         let web = Web {
             settings: FetchSettings::from_section(&section).unwrap(),
             resolver: dns.clone(),
-            cache: cache::Cache::new(cache::TTL),
-            search: None,
+            ..Web::fallback()
         };
         (web, dns)
     }

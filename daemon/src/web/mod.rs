@@ -87,17 +87,6 @@ impl Web {
         })
     }
 
-    /// From the config file's sections (checked when the config was loaded; should they
-    /// still be unusable: the defaults without search, and the error in the log). The
-    /// variables holding search and MCP secrets are withheld from agents from now on.
-    pub fn configured(file: &crate::config::ConfigFile) -> Web {
-        crate::tools::add_secret_env(file.reach_secret_env());
-        Web::new(&file.web, &file.web_search).unwrap_or_else(|error| {
-            tracing::error!(%error, "the [web] or [web_search] section is unusable");
-            Web::fallback()
-        })
-    }
-
     /// The defaults, without search.
     pub fn fallback() -> Web {
         Web {

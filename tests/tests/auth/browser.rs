@@ -4,54 +4,15 @@
 //! dashboard; and under TLS on a LAN address the session cookie never reaches a plain-HTTP
 //! server on another port of the same host (finding 15).
 
-use std::path::Path;
 use std::time::Duration;
 
 use lazyboy_protocol::{LoginCode, TaskState};
-use lazyboy_tests::browser::{Browser, free_port};
+use lazyboy_tests::browser::Browser;
 use lazyboy_tests::mock_model::{MockModel, Reply};
-use lazyboy_tests::{KillOnDrop, TestDaemon, create_task, temp_home, wait_for};
+use lazyboy_tests::{TestDaemon, create_task, temp_home, wait_for};
 use serde_json::json;
 
-use super::wait_state;
-
-/// A plain-HTTP server on 127.0.0.1 (or `bind`) for the test's own pages: it serves `dir`
-/// and appends each request's `Cookie` header to `dir/cookies.txt`.
-pub(crate) async fn other_server(dir: &Path, bind: &str) -> (KillOnDrop, String) {
-    let script = r#"
-import http.server, os, sys
-root, port, bind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-class Handler(http.server.SimpleHTTPRequestHandler):
-    def __init__(self, *a, **k):
-        super().__init__(*a, directory=root, **k)
-    def do_GET(self):
-        with open(os.path.join(root, "cookies.txt"), "a") as f:
-            f.write((self.headers.get("Cookie") or "-") + "\n")
-        return super().do_GET()
-    def log_message(self, *a):
-        pass
-http.server.ThreadingHTTPServer((bind, port), Handler).serve_forever()
-"#;
-    let port = free_port();
-    let child = KillOnDrop(
-        std::process::Command::new("python3")
-            .args(["-c", script])
-            .arg(dir)
-            .arg(port.to_string())
-            .arg(bind)
-            .spawn()
-            .unwrap(),
-    );
-    let base = format!("http://{bind}:{port}");
-    let http = reqwest::Client::new();
-    wait_for(Duration::from_secs(10), "the test's page server", || {
-        let probe = http.get(format!("{base}/")).send();
-        async move { probe.await.ok().map(|_| ()) }
-    })
-    .await;
-    let _ = std::fs::remove_file(dir.join("cookies.txt"));
-    (child, base)
-}
+use super::{servers, wait_state};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_another_loopback_port_can_neither_act_nor_frame_the_dashboard() {
@@ -94,7 +55,7 @@ async fn a_page_on_another_loopback_port_can_neither_act_nor_frame_the_dashboard
         format!("<title>frames</title><iframe id=d src='{dashboard}/'></iframe>"),
     )
     .unwrap();
-    let (_server, other) = other_server(pages.path(), "127.0.0.1").await;
+    let (_server, other) = servers::other_server(pages.path(), "127.0.0.1").await;
 
     // A body-less POST with the session cookie, from a same-site origin: refused.
     browser.goto(&format!("{other}/act.html")).await;
@@ -148,7 +109,7 @@ async fn a_page_on_another_loopback_port_can_neither_act_nor_frame_the_dashboard
 async fn under_tls_on_the_lan_the_session_never_reaches_a_plain_http_port_of_the_host() {
     let home = temp_home();
     // The daemon on every interface; its certificate names the machine's LAN address.
-    let (child, health) = super::reach::on_all_interfaces_tls(home.path()).await;
+    let (child, health) = servers::on_all_interfaces_tls(home.path()).await;
     let lan = health.lan_urls.first().cloned().unwrap_or_else(|| {
         panic!(
             "this test needs a LAN interface (an up, non-loopback, non-bridge address); this \
@@ -202,7 +163,7 @@ async fn under_tls_on_the_lan_the_session_never_reaches_a_plain_http_port_of_the
 
     let pages = tempfile::tempdir().unwrap();
     std::fs::write(pages.path().join("index.html"), "<title>other</title>").unwrap();
-    let (_server, other) = other_server(pages.path(), &host).await;
+    let (_server, other) = servers::other_server(pages.path(), &host).await;
     browser.goto(&format!("{other}/index.html")).await;
     browser
         .wait_js(
@@ -220,5 +181,5 @@ async fn under_tls_on_the_lan_the_session_never_reaches_a_plain_http_port_of_the
         "the session cookie reached a plain-HTTP server: {seen}"
     );
     browser.close().await;
-    super::reach::stop(child);
+    servers::stop(child);
 }

@@ -8,11 +8,13 @@
 //!   `setsid` survivor after the daemon restarted; another local user.
 //! - `browser.rs`: login links, a page on another loopback port, framing, the LAN cookie.
 //! - `reach.rs`: `web_fetch` never reaches the daemon; pages are bounded.
+//! - `servers.rs`: the page server and the TLS daemon both use.
 //!
 //! Needs python3 and curl (scripts/test installs curl), and root for the other-user test.
 
 mod browser;
 mod reach;
+mod servers;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

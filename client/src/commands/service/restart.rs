@@ -4,15 +4,30 @@
 //! the daemon stays under the manager, which runs the binary its file names (after a package
 //! upgrade, the new one).
 
+use futures_util::future::BoxFuture;
 use lazyboy_protocol::Health;
 
 use super::tools::{launchctl, systemctl};
 use super::{Target, wait_answering};
 use crate::connection::Client;
+use crate::daemon_proc::ServiceManager;
 use crate::service_file::Platform;
 
+/// This home's service manager (systemd's user manager, launchd), for `daemon_proc::restart`.
+pub struct Manager;
+
+impl ServiceManager for Manager {
+    fn runs_daemon(&self, client: &Client, pid: u32) -> bool {
+        runs_daemon(client, pid)
+    }
+
+    fn start_again<'a>(&'a self, client: &'a Client) -> BoxFuture<'a, anyhow::Result<Health>> {
+        Box::pin(start_again(client))
+    }
+}
+
 /// Whether the daemon with `pid` is this home's service's (its manager's main process).
-pub fn runs_daemon(client: &Client, pid: u32) -> bool {
+fn runs_daemon(client: &Client, pid: u32) -> bool {
     let Ok(target) = Target::new(client, None) else {
         return false;
     };
@@ -36,7 +51,7 @@ pub fn runs_daemon(client: &Client, pid: u32) -> bool {
 }
 
 /// Starts this home's service again and waits for its daemon to answer.
-pub async fn start_again(client: &Client) -> anyhow::Result<Health> {
+async fn start_again(client: &Client) -> anyhow::Result<Health> {
     let target = Target::new(client, None)?;
     match target.platform {
         Platform::Linux => {

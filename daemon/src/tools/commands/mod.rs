@@ -33,9 +33,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::exec::Machine;
 use super::spill;
 use super::workspace::OutputDir;
+use crate::confine::machine::Machine;
 
 /// Unread output kept in memory per command; past it the oldest unread half is dropped.
 const MEMORY_CAP: usize = 1 << 20;
@@ -478,7 +478,7 @@ fn new_id() -> String {
 
 mod orphans;
 mod pump;
-pub use orphans::{MARKER, Orphan, stop_orphan};
+pub use orphans::{Orphan, stop_orphan};
 use pump::{complete_len, pump, supervise};
 
 #[cfg(test)]

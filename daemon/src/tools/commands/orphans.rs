@@ -3,9 +3,7 @@
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-/// The variable naming the command in its processes' environment.
-pub const MARKER: &str = "LAZYBOYD_COMMAND_ID";
-
+use crate::confine::tree::MARKER;
 /// What became of a command a dead daemon left behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Orphan {

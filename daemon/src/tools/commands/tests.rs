@@ -1,6 +1,7 @@
 use super::orphans::process_group;
 use super::*;
-use crate::tools::handlers::testing;
+use crate::confine::tree::MARKER;
+use crate::tools::testing;
 
 #[test]
 fn process_groups_are_read_after_the_command_name() {

@@ -97,7 +97,7 @@ mod tests {
 
     use super::*;
     use crate::tools::handlers::exec_command::ExecCommand;
-    use crate::tools::handlers::testing::{call, command_id, ctx};
+    use crate::tools::testing::{call, command_id, ctx};
 
     #[tokio::test]
     async fn gets_the_new_output_and_the_exit() {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::box_common::{BoxTask, box_error};
 use super::{blocking, parse, path_error, rel, schema};
-use crate::tools::exec::Machine;
+use crate::confine::machine::Machine;
 use crate::tools::{Effect, Handled, ToolContext, ToolHandler, ToolOutcome, ToolOutput};
 
 /// Lines shown by default, as `read_file`.

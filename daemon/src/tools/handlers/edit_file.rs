@@ -143,7 +143,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::handlers::testing::{ESCAPES, call, ctx};
+    use crate::tools::testing::{ESCAPES, call, ctx};
 
     #[tokio::test]
     async fn replaces_the_single_match() {

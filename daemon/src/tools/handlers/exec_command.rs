@@ -153,7 +153,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::handlers::testing::{ESCAPES, call, command_id, ctx};
+    use crate::tools::testing::{ESCAPES, call, command_id, ctx};
 
     #[tokio::test]
     async fn quick_command_returns_early_with_code_and_output() {

@@ -75,7 +75,7 @@ mod tests {
 
     use super::*;
     use crate::tools::handlers::exec_command::ExecCommand;
-    use crate::tools::handlers::testing::{call, command_id, ctx, eventually};
+    use crate::tools::testing::{call, command_id, ctx, eventually};
 
     /// Alive and not a zombie (a reparented zombie may never be reaped in a container).
     fn alive(pid: &str) -> bool {

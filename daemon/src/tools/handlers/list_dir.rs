@@ -148,7 +148,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::handlers::testing::{ESCAPES, call, ctx};
+    use crate::tools::testing::{ESCAPES, call, ctx};
 
     fn tree(root: &Path) {
         for dir in ["src/deep/deeper", ".git/objects", ".lazyboy-output"] {

@@ -147,7 +147,7 @@ mod tests {
     use super::*;
     use crate::bus::Bus;
     use crate::store::Store;
-    use crate::tools::handlers::testing::{FakeScope, call, ctx_with};
+    use crate::tools::testing::{FakeScope, call, ctx_with};
     use crate::tools::{ToolError, ToolHandler};
 
     #[tokio::test]

@@ -91,7 +91,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::tools::handlers::testing::{FakeScope, call, ctx_with};
+    use crate::tools::testing::{FakeScope, call, ctx_with};
 
     fn step(text: &str, status: StepStatus) -> PlanStep {
         PlanStep {

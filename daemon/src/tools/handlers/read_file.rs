@@ -124,7 +124,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::handlers::testing::{ESCAPES, call, ctx};
+    use crate::tools::testing::{ESCAPES, call, ctx};
 
     #[tokio::test]
     async fn reads_numbered_lines_with_offset_and_limit() {

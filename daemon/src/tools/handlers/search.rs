@@ -278,7 +278,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::handlers::testing::{ESCAPES, call, ctx};
+    use crate::tools::testing::{ESCAPES, call, ctx};
 
     fn files(root: &Path) {
         std::fs::create_dir_all(root.join("src")).unwrap();

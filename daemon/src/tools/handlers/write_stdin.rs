@@ -96,7 +96,7 @@ mod tests {
 
     use super::*;
     use crate::tools::handlers::exec_command::ExecCommand;
-    use crate::tools::handlers::testing::{call, command_id, ctx};
+    use crate::tools::testing::{call, command_id, ctx};
 
     async fn start(ctx: &ToolContext, cmd: &str) -> String {
         let out = call(&ExecCommand, ctx, json!({"cmd": cmd, "block_until_ms": 50})).await;

@@ -296,7 +296,7 @@ impl Root {
             let new = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             match rustix::fs::openat(&dir, name, new | OFlags::CLOEXEC, mode(0o600)) {
                 Ok(fd) => {
-                    let bits = 0o666 & !crate::tools::user_umask();
+                    let bits = 0o666 & !crate::confine::machine::user_umask();
                     // Created under the daemon's umask 077: the person's usual mode.
                     let _ = rustix::fs::fchmod(&fd, mode(bits));
                     return Ok((std::fs::File::from(fd), true));
@@ -358,7 +358,7 @@ impl Root {
             match rustix::fs::mkdirat(&dir, name, mode(0o700)) {
                 Ok(()) => {
                     let made = self.open_dir(&next)?;
-                    let bits = 0o777 & !crate::tools::user_umask();
+                    let bits = 0o777 & !crate::confine::machine::user_umask();
                     let _ = rustix::fs::fchmod(&made, mode(bits));
                     dir = made;
                 }

@@ -3,7 +3,7 @@
 //! A tool names *what* it runs; the [`Machine`] in its context decides *where*. [`Host`] is
 //! the person's computer (the workspace, commands as the person, with the daemon's secrets
 //! removed from their environment); the box implements the same trait over Docker. The
-//! [`CommandRegistry`](super::CommandRegistry) owns the process either way: it gets a
+//! [`CommandRegistry`](crate::tools::CommandRegistry) owns the process either way: it gets a
 //! spawned child with piped stdio leading its own process group.
 //!
 //! A confined `Host` (the agent's sandbox is not `off`, see [`crate::confine`]) runs each
@@ -26,8 +26,24 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use tokio::process::Child;
 
-use super::commands::MARKER;
+use super::tree::MARKER;
 use crate::confine::{self, Confinement};
+
+/// What the person's own processes would get, recorded at daemon start: the daemon runs
+/// with umask 077 for its private files, but what agents create in a workspace (its commands
+/// here, the files tools write beneath `tools::workspace::Root`) belongs to the person and
+/// gets their usual permissions.
+static USER_UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Records the umask the daemon was started with (call once, at start).
+pub fn set_user_umask(mask: u32) {
+    let _ = USER_UMASK.set(mask & 0o777);
+}
+
+/// The person's umask (022 if never recorded).
+pub fn user_umask() -> u32 {
+    USER_UMASK.get().copied().unwrap_or(0o022)
+}
 
 /// Where commands run and files live.
 pub trait Machine: Send + Sync + std::fmt::Debug {
@@ -38,7 +54,7 @@ pub trait Machine: Send + Sync + std::fmt::Debug {
     /// [`MARKER`].
     fn spawn(&self, script: &str, workdir: &Path, marker: &str) -> io::Result<Child>;
     /// Reads a whole file of this machine. Not for the host's workspace: its files are opened
-    /// beneath the workspace's fd ([`super::workspace::Root`]), never by path.
+    /// beneath the workspace's fd ([`crate::tools::workspace::Root`]), never by path.
     fn read<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<Vec<u8>>>;
     /// Writes a whole file of this machine (created or replaced); the same caveat.
     fn write<'a>(&'a self, path: &'a Path, bytes: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
@@ -98,7 +114,7 @@ impl Machine for Host {
 
     fn spawn(&self, script: &str, workdir: &Path, marker: &str) -> io::Result<Child> {
         // The person's umask, not the daemon's private 077.
-        let script = format!("umask {:03o}\n{script}", super::user_umask());
+        let script = format!("umask {:03o}\n{script}", user_umask());
         let cgroup = self.cgroup(marker)?;
         let Some(confinement) = &self.confinement else {
             if let Some(dir) = &cgroup {
@@ -205,7 +221,7 @@ fn host_shell(
 ) -> io::Result<Child> {
     let mut command = tokio::process::Command::new(program);
     for (name, _) in std::env::vars_os() {
-        if name.to_str().is_some_and(super::is_secret_env) {
+        if name.to_str().is_some_and(crate::secret_env::is_secret) {
             command.env_remove(name);
         }
     }
