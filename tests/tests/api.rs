@@ -236,6 +236,14 @@ async fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
         .await
         .unwrap();
     assert_eq!(
+        oversized
+            .headers()
+            .get("connection")
+            .and_then(|v| v.to_str().ok()),
+        Some("close"),
+        "a 413 must close its connection"
+    );
+    assert_eq!(
         error_of(oversized, 413).await.error.code,
         "payload_too_large"
     );

@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
 use axum::routing::{get, post};
 use lazyboy_protocol::{Health, MAX_BODY_BYTES};
 use tokio_util::sync::CancellationToken;
@@ -158,6 +159,7 @@ pub fn socket_router(state: AppState) -> Router {
     local
         .merge(api(state))
         .layer(axum::middleware::from_fn_with_state(auth, auth::socket))
+        .layer(axum::middleware::map_response(close_after_refused_body))
 }
 
 /// The router for the TCP listener: the guard first (Host, Origin), then the credential.
@@ -179,6 +181,20 @@ pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
             Arc::new(guard),
             guard::check,
         ))
+        .layer(axum::middleware::map_response(close_after_refused_body))
+}
+
+/// A body refused as too large (the API's limit, `/mcp`'s) is left unread on the
+/// connection, so hyper closes the connection after the answer. Saying so keeps a client's
+/// pool from reusing it: otherwise the client's next request races the close and fails
+/// mid-flight (`IncompleteMessage`), as the suites saw under load.
+async fn close_after_refused_body(mut response: Response) -> Response {
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 async fn not_found() -> ApiError {

@@ -217,6 +217,16 @@ async fn mistakes_and_garbage_get_clear_errors_queue_nothing_and_the_server_stay
     // Bigger than /mcp takes at all: refused whole (413), still nothing queued.
     let giant = http.post(vec![b' '; 17 * 1024 * 1024]).await;
     assert_eq!(giant.status(), 413);
+    // The unread body ends that connection: the answer says so, or the client's pool
+    // reuses it and the next call fails mid-flight.
+    assert_eq!(
+        giant
+            .headers()
+            .get("connection")
+            .and_then(|v| v.to_str().ok()),
+        Some("close"),
+        "a 413 must close its connection"
+    );
     assert_eq!(task_count(&daemon).await, 1);
     let answer = http.tool(4, "list_agents", json!({})).await;
     assert_eq!(answer["result"]["isError"], false, "{answer}");
