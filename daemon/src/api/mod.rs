@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use lazyboy_protocol::{Health, MAX_BODY_BYTES};
 use tokio_util::sync::CancellationToken;
@@ -159,6 +161,7 @@ pub fn socket_router(state: AppState) -> Router {
     local
         .merge(api(state))
         .layer(axum::middleware::from_fn_with_state(auth, auth::socket))
+        .layer(axum::middleware::from_fn(refuse_declared_oversize))
         .layer(axum::middleware::map_response(close_after_refused_body))
 }
 
@@ -181,7 +184,31 @@ pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
             Arc::new(guard),
             guard::check,
         ))
+        .layer(axum::middleware::from_fn(refuse_declared_oversize))
         .layer(axum::middleware::map_response(close_after_refused_body))
+}
+
+/// A request whose `Content-Length` is over what any route takes (`/mcp`'s limit) is
+/// refused at once, before a byte of its body is read: the client, waiting for the answer
+/// or still writing, gets the 413 rather than a connection reset after 16 MiB were read.
+async fn refuse_declared_oversize(request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(length) if length > mcp_server::MAX_REQUEST_BYTES as u64 => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!(
+                "the body is {length} bytes; the most any route takes is {}",
+                mcp_server::MAX_REQUEST_BYTES
+            ),
+        )
+        .into_response(),
+        _ => next.run(request).await,
+    }
 }
 
 /// A body refused as too large (the API's limit, `/mcp`'s) is left unread on the

@@ -48,7 +48,7 @@ use scope::Scope;
 
 /// The largest `/mcp` request body. Over the API's 1 MiB on purpose: a too-long `job` must
 /// reach the tool, which refuses it with a tool error a model can act on.
-const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
 /// A session nobody used for this long is closed: longer than the longest wait, so a quiet
 /// `wait_task` never outlives its session.

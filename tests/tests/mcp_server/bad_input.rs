@@ -214,18 +214,13 @@ async fn mistakes_and_garbage_get_clear_errors_queue_nothing_and_the_server_stay
     assert!(garbage.status().is_client_error(), "{}", garbage.status());
     let body = garbage.text().await.unwrap();
     assert!(body.contains("deserialize"), "{body}");
-    // Bigger than /mcp takes at all: refused whole (413), still nothing queued.
-    let giant = http.post(vec![b' '; 17 * 1024 * 1024]).await;
-    assert_eq!(giant.status(), 413);
-    // The unread body ends that connection: the answer says so, or the client's pool
-    // reuses it and the next call fails mid-flight.
-    assert_eq!(
-        giant
-            .headers()
-            .get("connection")
-            .and_then(|v| v.to_str().ok()),
-        Some("close"),
-        "a 413 must close its connection"
+    // Bigger than /mcp takes at all: refused whole (413) on its declared length, before a
+    // byte of the body is read (none is sent here), and the connection is closed after it.
+    let giant = declared_only(&daemon, 17 * 1024 * 1024).await;
+    assert!(giant.starts_with("HTTP/1.1 413"), "{giant}");
+    assert!(
+        giant.to_ascii_lowercase().contains("connection: close"),
+        "a 413 must close its connection: {giant}"
     );
     assert_eq!(task_count(&daemon).await, 1);
     let answer = http.tool(4, "list_agents", json!({})).await;
@@ -233,6 +228,29 @@ async fn mistakes_and_garbage_get_clear_errors_queue_nothing_and_the_server_stay
     drop(relay);
     mock.assert_clean();
     daemon.stop();
+}
+
+/// Sends only the head of a `POST /mcp` declaring `length` body bytes, and reads the
+/// answer to the end (the daemon must answer without the body and close).
+async fn declared_only(daemon: &TestDaemon, length: usize) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let url = reqwest::Url::parse(&daemon.url("/mcp")).unwrap();
+    let authority = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
+    let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\ncontent-type: application/json\r\n\
+         content-length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        stream.read_to_end(&mut answer),
+    )
+    .await
+    .expect("the daemon waited for a body it should have refused")
+    .unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// A session on `/mcp` over TCP.
