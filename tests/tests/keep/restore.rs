@@ -34,6 +34,31 @@ fn rewrite_manifest(from: &Path, to: &Path, edit: &str) {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// Writes `from` to `to` with one byte flipped, from the middle on, at the first place
+/// where the flip really damages it. Not every flip does: one in a deflate distance can
+/// point the copy at other bytes that happen to be the same (a database has runs of zeros),
+/// and that archive still holds exactly what was backed up (this test once flipped one).
+fn flip_a_byte(from: &Path, to: &Path) {
+    let script = "import gzip, sys\n\
+         data = open(sys.argv[1], 'rb').read(); plain = gzip.decompress(data)\n\
+         for at in range(len(data) // 2, len(data)):\n\
+         \x20   damaged = bytearray(data); damaged[at] ^= 0x55\n\
+         \x20   try:\n\
+         \x20       same = gzip.decompress(bytes(damaged)) == plain\n\
+         \x20   except Exception:\n\
+         \x20       same = False\n\
+         \x20   if not same:\n\
+         \x20       open(sys.argv[2], 'wb').write(damaged); sys.exit(0)\n\
+         sys.exit('no flip damages the archive')\n";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(from)
+        .arg(to)
+        .output()
+        .expect("python3 is needed (scripts/test installs it)");
+    assert!(out.status.success(), "{out:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restore_brings_back_agents_tasks_conversations_memories_and_schedules() {
     let mock = MockModel::start().await;
@@ -165,10 +190,7 @@ async fn a_restore_refuses_a_running_daemon_a_newer_schema_and_a_damaged_archive
     let bytes = std::fs::read(&archive).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let flipped = dir.path().join("flipped.tar.gz");
-    let mut damaged = bytes.clone();
-    let middle = damaged.len() / 2;
-    damaged[middle] ^= 0x55;
-    std::fs::write(&flipped, &damaged).unwrap();
+    flip_a_byte(&archive, &flipped);
     let lying = dir.path().join("lying.tar.gz");
     rewrite_manifest(&archive, &lying, "m['files'][0]['sha256'] = '0' * 64");
     let schema = made.manifest.schema_version;
