@@ -158,11 +158,11 @@ pub fn socket_router(state: AppState) -> Router {
         .route("/api/daemon/token", post(routes::daemon::token))
         .route_service("/mcp", mcp)
         .with_state(state.clone());
-    local
-        .merge(api(state))
-        .layer(axum::middleware::from_fn_with_state(auth, auth::socket))
-        .layer(axum::middleware::from_fn(refuse_declared_oversize))
-        .layer(axum::middleware::map_response(close_after_refused_body))
+    oversize_refused(
+        local
+            .merge(api(state))
+            .layer(axum::middleware::from_fn_with_state(auth, auth::socket)),
+    )
 }
 
 /// The router for the TCP listener: the guard first (Host, Origin), then the credential.
@@ -177,13 +177,21 @@ pub fn tcp_router(state: AppState, guard: guard::Guard) -> Router {
         .route("/login", get(auth::login))
         .route_service("/mcp", mcp)
         .with_state(auth.clone());
-    api(state)
-        .merge(login)
-        .layer(axum::middleware::from_fn_with_state(auth, auth::tcp))
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::new(guard),
-            guard::check,
-        ))
+    oversize_refused(
+        api(state)
+            .merge(login)
+            .layer(axum::middleware::from_fn_with_state(auth, auth::tcp))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(guard),
+                guard::check,
+            )),
+    )
+}
+
+/// Both listeners' outermost layers: a declared oversize body refused unread, and every
+/// 413 closing its connection.
+fn oversize_refused(router: Router) -> Router {
+    router
         .layer(axum::middleware::from_fn(refuse_declared_oversize))
         .layer(axum::middleware::map_response(close_after_refused_body))
 }
