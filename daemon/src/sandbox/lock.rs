@@ -300,11 +300,7 @@ mod tests {
             tools: None,
             heartbeat_at_ms: None,
             lease_expires_at_ms: None,
-            input_tokens: 0,
-            cached_tokens: 0,
-            output_tokens: 0,
-            usage_estimated: false,
-            cost_microusd: None,
+            sums: Default::default(),
             owner: None,
             mcp: String::new(),
         }

@@ -7,6 +7,7 @@ use lazyboy_protocol::{Agent, AgentState, EventBody, TaskState};
 use super::StoreError;
 use super::boundaries::{Boundaries, BoundaryChange};
 use super::events::Target;
+use super::tasks::UsageSums;
 
 /// A live (not deleted) agent with its chat thread.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -25,11 +26,8 @@ pub struct AgentRow {
     pub heartbeat_at_ms: Option<i64>,
     pub lease_expires_at_ms: Option<i64>,
     /// Sums over all its tasks.
-    pub input_tokens: i64,
-    pub cached_tokens: i64,
-    pub output_tokens: i64,
-    pub usage_estimated: bool,
-    pub cost_microusd: Option<i64>,
+    #[sqlx(flatten)]
+    pub sums: UsageSums,
     /// The node its tasks are pinned to (`None`: any node).
     pub node: Option<String>,
     /// The JSON list of MCP server names its tasks get.
@@ -73,52 +71,13 @@ impl AgentRow {
             current_task: self.current_task.clone(),
             heartbeat_at_ms: self.heartbeat_at_ms,
             lease_expires_at_ms: self.lease_expires_at_ms,
-            usage: super::tasks::usage(
-                self.input_tokens,
-                self.cached_tokens,
-                self.output_tokens,
-                self.usage_estimated,
-                self.cost_microusd,
-            ),
+            usage: self.sums.usage(),
             node: self.node.clone(),
             mcp: self.mcp_servers(),
             approve: self.boundaries.approve(),
             allow: self.boundaries.allow(),
             sandbox: self.boundaries.sandbox(&self.name),
             git_write: self.boundaries.git_write,
-        }
-    }
-
-    /// A new agent as `create_agent_with` inserted it (before its boundaries are set).
-    pub(super) fn new(
-        id: i64,
-        name: &str,
-        instructions: &str,
-        model: Option<&str>,
-        workspace: Option<&str>,
-        created_at_ms: i64,
-        thread: String,
-    ) -> AgentRow {
-        AgentRow {
-            id,
-            name: name.to_owned(),
-            instructions: instructions.to_owned(),
-            model: model.map(str::to_owned),
-            workspace: workspace.map(str::to_owned),
-            created_at_ms,
-            thread,
-            current_task: None,
-            task_state: None,
-            heartbeat_at_ms: None,
-            lease_expires_at_ms: None,
-            input_tokens: 0,
-            cached_tokens: 0,
-            output_tokens: 0,
-            usage_estimated: false,
-            cost_microusd: None,
-            node: None,
-            mcp: "[]".to_owned(),
-            boundaries: Boundaries::default(),
         }
     }
 

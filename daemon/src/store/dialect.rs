@@ -41,18 +41,6 @@ impl Conn<'_> {
     }
 }
 
-impl<'c> From<&'c mut SqliteConnection> for Conn<'c> {
-    fn from(conn: &'c mut SqliteConnection) -> Conn<'c> {
-        Conn::Sqlite(conn)
-    }
-}
-
-impl<'c> From<&'c mut PgConnection> for Conn<'c> {
-    fn from(conn: &'c mut PgConnection) -> Conn<'c> {
-        Conn::Postgres(conn)
-    }
-}
-
 /// A reading pool of either engine, for the reads that run without a [`crate::store::Store`]
 /// (PostgreSQL's feed).
 #[derive(Clone, Copy)]
@@ -61,17 +49,22 @@ pub(in crate::store) enum Pool<'p> {
     Postgres(&'p PgPool),
 }
 
-impl<'p> From<&'p SqlitePool> for Pool<'p> {
-    fn from(pool: &'p SqlitePool) -> Pool<'p> {
-        Pool::Sqlite(pool)
-    }
+/// `From` each engine's connection or pool, for [`each!`].
+macro_rules! from {
+    ($($kind:ident<$l:lifetime>: $engine:ident($ty:ty)),*) => {$(
+        impl<$l> From<$ty> for $kind<$l> {
+            fn from(value: $ty) -> $kind<$l> {
+                $kind::$engine(value)
+            }
+        }
+    )*};
 }
-
-impl<'p> From<&'p PgPool> for Pool<'p> {
-    fn from(pool: &'p PgPool) -> Pool<'p> {
-        Pool::Postgres(pool)
-    }
-}
+from!(
+    Conn<'c>: Sqlite(&'c mut SqliteConnection),
+    Conn<'c>: Postgres(&'c mut PgConnection),
+    Pool<'p>: Sqlite(&'p SqlitePool),
+    Pool<'p>: Postgres(&'p PgPool)
+);
 
 /// SQLite's side: one file, one writer, FTS5, JSON as text.
 pub(in crate::store) mod sqlite {
@@ -321,16 +314,17 @@ macro_rules! snapshot {
 }
 pub(in crate::store) use snapshot;
 
-/// Runs `$body` with `$c` the connection of `$conn` (a [`Conn`]) and `d` its dialect.
-macro_rules! on {
-    ($conn:expr, |$c:ident| $body:expr) => {
-        match $crate::store::dialect::Conn::from($conn) {
-            $crate::store::dialect::Conn::Sqlite($c) => {
+/// Runs `$body` once per engine, with `$c` what `$value` holds (its `$kind`, [`Conn`] or
+/// [`Pool`], says which) and `d` that engine's dialect.
+macro_rules! each {
+    ($kind:ident, $value:expr, |$c:ident| $body:expr) => {
+        match $crate::store::dialect::$kind::from($value) {
+            $crate::store::dialect::$kind::Sqlite($c) => {
                 #[allow(unused_imports)]
                 use $crate::store::dialect::sqlite as d;
                 $body
             }
-            $crate::store::dialect::Conn::Postgres($c) => {
+            $crate::store::dialect::$kind::Postgres($c) => {
                 #[allow(unused_imports)]
                 use $crate::store::dialect::postgres as d;
                 $body
@@ -338,23 +332,20 @@ macro_rules! on {
         }
     };
 }
+pub(in crate::store) use each;
+
+/// Runs `$body` with `$c` the connection of `$conn` (a [`Conn`]) and `d` its dialect.
+macro_rules! on {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        $crate::store::dialect::each!(Conn, $conn, |$c| $body)
+    };
+}
 pub(in crate::store) use on;
 
 /// Runs `$body` with `$c` the pool of `$pool` (a [`Pool`]) and `d` its dialect.
 macro_rules! on_pool {
     ($pool:expr, |$c:ident| $body:expr) => {
-        match $crate::store::dialect::Pool::from($pool) {
-            $crate::store::dialect::Pool::Sqlite($c) => {
-                #[allow(unused_imports)]
-                use $crate::store::dialect::sqlite as d;
-                $body
-            }
-            $crate::store::dialect::Pool::Postgres($c) => {
-                #[allow(unused_imports)]
-                use $crate::store::dialect::postgres as d;
-                $body
-            }
-        }
+        $crate::store::dialect::each!(Pool, $pool, |$c| $body)
     };
 }
 pub(in crate::store) use on_pool;

@@ -38,29 +38,39 @@ pub struct TaskRow {
     pub tools: Option<String>,
     pub heartbeat_at_ms: Option<i64>,
     pub lease_expires_at_ms: Option<i64>,
-    pub input_tokens: i64,
-    pub cached_tokens: i64,
-    pub output_tokens: i64,
-    pub usage_estimated: bool,
-    pub cost_microusd: Option<i64>,
+    #[sqlx(flatten)]
+    pub sums: UsageSums,
     /// The node that claimed it (where it runs, or last ran).
     pub owner: Option<String>,
     /// The agent's MCP servers (a JSON list of names), as they are now.
     pub mcp: String,
 }
 
-impl TaskRow {
-    /// Its tokens and cost so far.
-    pub fn usage(&self) -> Usage {
-        usage(
-            self.input_tokens,
-            self.cached_tokens,
-            self.output_tokens,
-            self.usage_estimated,
-            self.cost_microusd,
-        )
-    }
+/// Token and cost sums: a task's, or an agent's over all its tasks.
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
+pub struct UsageSums {
+    pub input_tokens: i64,
+    pub cached_tokens: i64,
+    pub output_tokens: i64,
+    pub usage_estimated: bool,
+    pub cost_microusd: Option<i64>,
+}
 
+impl UsageSums {
+    /// The API's view (the sums are `i64`; counts are never negative).
+    pub fn usage(&self) -> Usage {
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Usage {
+            input_tokens: count(self.input_tokens),
+            cached_tokens: count(self.cached_tokens),
+            output_tokens: count(self.output_tokens),
+            estimated: self.usage_estimated,
+            cost_microusd: self.cost_microusd.map(count),
+        }
+    }
+}
+
+impl TaskRow {
     /// The MCP servers whose tools the task gets (its agent's).
     pub fn mcp_servers(&self) -> Vec<String> {
         serde_json::from_str(&self.mcp).unwrap_or_default()
@@ -85,74 +95,11 @@ impl TaskRow {
             task: Some(&self.id),
         }
     }
-
-    /// A new queued task of the agent (id, thread and times are made when it is inserted;
-    /// its MCP servers are set by the caller).
-    pub(super) fn queued(
-        agent_id: i64,
-        agent: &str,
-        instructions: String,
-        model: Option<String>,
-        objective: &str,
-        workspace: &str,
-    ) -> TaskRow {
-        TaskRow {
-            id: String::new(),
-            agent_id,
-            agent: agent.to_owned(),
-            instructions,
-            model,
-            thread: String::new(),
-            objective: objective.to_owned(),
-            workspace: workspace.to_owned(),
-            state: TaskState::Queued.as_str().to_owned(),
-            verdict: None,
-            final_message: None,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            parent_id: None,
-            tools: None,
-            heartbeat_at_ms: None,
-            lease_expires_at_ms: None,
-            input_tokens: 0,
-            cached_tokens: 0,
-            output_tokens: 0,
-            usage_estimated: false,
-            cost_microusd: None,
-            owner: None,
-            mcp: "[]".to_owned(),
-        }
-    }
-
-    /// A queued subagent of this task.
-    pub(super) fn child(&self, objective: &str, tools: Option<&[String]>) -> TaskRow {
-        TaskRow {
-            parent_id: Some(self.id.clone()),
-            tools: tools.map(|t| serde_json::Value::from(t.to_vec()).to_string()),
-            mcp: self.mcp.clone(),
-            ..TaskRow::queued(
-                self.agent_id,
-                &self.agent,
-                self.instructions.clone(),
-                self.model.clone(),
-                objective,
-                &self.workspace,
-            )
-        }
-    }
-
-    /// Gives a new row its id, thread and times.
-    pub(super) fn stamp(&mut self, now: i64) {
-        self.id = format!("t-{}", uuid::Uuid::now_v7().simple());
-        self.thread = uuid::Uuid::now_v7().to_string();
-        self.created_at_ms = now;
-        self.updated_at_ms = now;
-    }
 }
 
 impl From<TaskRow> for Task {
     fn from(row: TaskRow) -> Task {
-        let usage = row.usage();
+        let usage = row.sums.usage();
         Task {
             state: row.state(),
             verdict: row
@@ -173,18 +120,6 @@ impl From<TaskRow> for Task {
             usage,
             node: row.owner,
         }
-    }
-}
-
-/// Usage from summed columns (sums are `i64`; counts are never negative).
-pub fn usage(input: i64, cached: i64, output: i64, estimated: bool, cost: Option<i64>) -> Usage {
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    Usage {
-        input_tokens: count(input),
-        cached_tokens: count(cached),
-        output_tokens: count(output),
-        estimated,
-        cost_microusd: cost.map(count),
     }
 }
 

@@ -6,7 +6,7 @@ use super::events::insert;
 use crate::store::agents::AgentRow;
 use crate::store::boundaries::{Boundaries, BoundaryChange};
 use crate::store::dialect::{Conn, on, read, write};
-use crate::store::events::{LiveEvent, Target};
+use crate::store::events::LiveEvent;
 use crate::store::{Store, StoreError, now_ms};
 
 /// Live agents with the task that says what each is doing: the running one first, then one
@@ -46,8 +46,7 @@ impl Store {
     ) -> Result<AgentRow, StoreError> {
         let boundaries = Boundaries::default().with(boundaries);
         let now = now_ms();
-        let thread = uuid::Uuid::now_v7().to_string();
-        let id = write!(self, |tx| {
+        Ok(write!(self, |tx| {
             let inserted = sqlx::query_scalar(
                 "INSERT INTO agents (name, instructions, model, workspace, created_at_ms, \
                  approve, allow, sandbox, git_write) \
@@ -74,27 +73,19 @@ impl Store {
                 "INSERT INTO threads (id, agent_id, kind, created_at_ms) \
                  VALUES ($1, $2, 'chat', $3)",
             )
-            .bind(&thread)
+            .bind(uuid::Uuid::now_v7().to_string())
             .bind(id)
             .bind(now)
             .execute(&mut *tx)
             .await?;
-            let target = Target {
-                agent_id: id,
-                agent: name,
-                thread: &thread,
-                task: None,
-            };
+            let agent = live(&mut *tx, name).await?;
             let body = EventBody::AgentCreated {
                 instructions: instructions.to_owned(),
                 model: model.map(str::to_owned),
             };
-            (id, [insert(&mut *tx, &target, &body).await?])
-        });
-        Ok(AgentRow {
-            boundaries,
-            ..AgentRow::new(id, name, instructions, model, workspace, now, thread)
-        })
+            let event = insert(&mut *tx, &agent.target(), &body).await?;
+            (agent, [event])
+        }))
     }
 
     /// Every live agent, by name.

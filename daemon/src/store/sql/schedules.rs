@@ -24,42 +24,28 @@ impl Store {
         skip_missed: bool,
         next_run_at_ms: Option<i64>,
     ) -> Result<ScheduleRow, StoreError> {
+        let id = format!("s-{}", uuid::Uuid::now_v7().simple());
         Ok(write!(self, |tx| {
-            let (agent_id, thread): (i64, String) = sqlx::query_as(
-                "SELECT a.id, t.id FROM agents a JOIN threads t ON t.agent_id = a.id \
-             AND t.kind = 'chat' WHERE a.name = $1 AND a.deleted_at_ms IS NULL",
-            )
-            .bind(agent)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
-            let row = ScheduleRow {
-                id: format!("s-{}", uuid::Uuid::now_v7().simple()),
-                agent_id,
-                agent: agent.to_owned(),
-                cron: cron.to_owned(),
-                objective: objective.to_owned(),
-                paused: false,
-                skip_missed,
-                next_run_at_ms,
-                last_run_at_ms: None,
-                created_at_ms: now_ms(),
-            };
-            sqlx::query(
+            let added = sqlx::query(
                 "INSERT INTO schedules (id, agent_id, cron, objective, paused, skip_missed, \
-             next_run_at_ms, created_at_ms) VALUES ($1, $2, $3, $4, FALSE, $5, $6, $7)",
+                 next_run_at_ms, created_at_ms) SELECT $1, id, $2, $3, FALSE, $4, $5, $6 \
+                 FROM agents WHERE name = $7 AND deleted_at_ms IS NULL",
             )
-            .bind(&row.id)
-            .bind(agent_id)
+            .bind(&id)
             .bind(cron)
             .bind(objective)
             .bind(skip_missed)
             .bind(next_run_at_ms)
-            .bind(row.created_at_ms)
+            .bind(now_ms())
+            .bind(agent)
             .execute(&mut *tx)
             .await?;
+            if added.rows_affected() == 0 {
+                return Err(StoreError::NoSuchAgent(agent.to_owned()));
+            }
+            let (row, thread) = locked(&mut *tx, &id).await?;
             let body = EventBody::ScheduleAdded {
-                schedule: row.id.clone(),
+                schedule: id,
                 cron: cron.to_owned(),
                 objective: objective.to_owned(),
                 skip_missed,

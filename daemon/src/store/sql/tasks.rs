@@ -33,7 +33,16 @@ impl Store {
         tools: Option<&[String]>,
     ) -> Result<TaskRow, StoreError> {
         Ok(write!(self, |tx| {
-            let (row, created) = insert_task_row(&mut *tx, parent.child(objective, tools)).await?;
+            let tools = tools.map(|t| serde_json::Value::from(t.to_vec()).to_string());
+            let (row, created) = insert_task_row(
+                &mut *tx,
+                parent.agent_id,
+                objective,
+                &parent.workspace,
+                Some(&parent.id),
+                tools,
+            )
+            .await?;
             let spawned = EventBody::SubagentSpawned {
                 task: row.id.clone(),
                 objective: objective.to_owned(),
@@ -249,57 +258,58 @@ pub(in crate::store) async fn insert_task<'c>(
     workspace: &str,
 ) -> Result<(TaskRow, LiveEvent), StoreError> {
     let mut conn = conn.into();
-    let found: Option<(i64, String, Option<String>, String)> = on!(conn.reborrow(), |c| {
-        sqlx::query_as(
-            "SELECT id, instructions, model, mcp FROM agents \
-             WHERE name = $1 AND deleted_at_ms IS NULL",
-        )
-        .bind(agent)
-        .fetch_optional(&mut *c)
-        .await?
+    let found: Option<i64> = on!(conn.reborrow(), |c| {
+        sqlx::query_scalar("SELECT id FROM agents WHERE name = $1 AND deleted_at_ms IS NULL")
+            .bind(agent)
+            .fetch_optional(&mut *c)
+            .await?
     });
-    let (agent_id, instructions, model, mcp) =
-        found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
-    let row = TaskRow {
-        mcp,
-        ..TaskRow::queued(agent_id, agent, instructions, model, objective, workspace)
-    };
-    insert_task_row(conn, row).await
+    let agent_id = found.ok_or_else(|| StoreError::NoSuchAgent(agent.to_owned()))?;
+    insert_task_row(conn, agent_id, objective, workspace, None, None).await
 }
 
-/// Inserts `row` (its id, thread and times are made here) with its thread and `task_created`.
+/// Inserts a queued task of agent `agent_id` (for a subagent: its parent and the JSON list
+/// of its tools) with its thread and `task_created`, and reads its row back.
 async fn insert_task_row(
     conn: impl Into<Conn<'_>>,
-    mut row: TaskRow,
+    agent_id: i64,
+    objective: &str,
+    workspace: &str,
+    parent: Option<&str>,
+    tools: Option<String>,
 ) -> Result<(TaskRow, LiveEvent), StoreError> {
     let mut conn = conn.into();
-    let now = now_ms();
-    row.stamp(now);
-    on!(conn.reborrow(), |c| {
+    let (id, thread, now) = (
+        format!("t-{}", uuid::Uuid::now_v7().simple()),
+        uuid::Uuid::now_v7().to_string(),
+        now_ms(),
+    );
+    let sql = format!("{SELECT_TASK} WHERE t.id = $1");
+    let row: TaskRow = on!(conn.reborrow(), |c| {
         sqlx::query(
             "INSERT INTO threads (id, agent_id, kind, created_at_ms) VALUES ($1, $2, 'task', $3)",
         )
-        .bind(&row.thread)
-        .bind(row.agent_id)
+        .bind(&thread)
+        .bind(agent_id)
         .bind(now)
         .execute(&mut *c)
         .await?;
         sqlx::query(
             "INSERT INTO tasks (id, agent_id, thread_id, objective, workspace, state, \
              parent_id, tools, created_at_ms, updated_at_ms) \
-             VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)",
+             VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $8)",
         )
-        .bind(&row.id)
-        .bind(row.agent_id)
-        .bind(&row.thread)
-        .bind(&row.objective)
-        .bind(&row.workspace)
-        .bind(&row.parent_id)
-        .bind(&row.tools)
-        .bind(now)
+        .bind(&id)
+        .bind(agent_id)
+        .bind(&thread)
+        .bind(objective)
+        .bind(workspace)
+        .bind(parent)
+        .bind(tools)
         .bind(now)
         .execute(&mut *c)
         .await?;
+        sqlx::query_as(&sql).bind(&id).fetch_one(&mut *c).await?
     });
     let body = EventBody::TaskCreated {
         objective: row.objective.clone(),

@@ -37,11 +37,11 @@ on_both! {
         store.record_usage(&task, &usage(10, false), Some(5)).await.unwrap();
         store.record_usage(&task, &usage(20, true), None).await.unwrap();
         store.record_usage(&child, &usage(30, false), Some(7)).await.unwrap();
-        let sums = store.task(&task.id).await.unwrap().usage();
+        let sums = store.task(&task.id).await.unwrap().sums.usage();
         assert_eq!((sums.input_tokens, sums.output_tokens, sums.estimated), (30, 4, true));
         assert_eq!(sums.cost_microusd, Some(5));
         let agent = store.agent("ops").await.unwrap();
-        assert_eq!((agent.input_tokens, agent.cost_microusd, agent.usage_estimated), (60, Some(12), true));
+        assert_eq!((agent.sums.input_tokens, agent.sums.cost_microusd, agent.sums.usage_estimated), (60, Some(12), true));
 
         let queued = store.list_tasks(Some("ops"), Some(TaskState::Queued), 10).await.unwrap();
         assert_eq!(queued.len(), 2);
