@@ -49,22 +49,29 @@ pub(in crate::store) enum Pool<'p> {
     Postgres(&'p PgPool),
 }
 
-/// `From` each engine's connection or pool, for [`each!`].
-macro_rules! from {
-    ($($kind:ident<$l:lifetime>: $engine:ident($ty:ty)),*) => {$(
-        impl<$l> From<$ty> for $kind<$l> {
-            fn from(value: $ty) -> $kind<$l> {
-                $kind::$engine(value)
-            }
-        }
-    )*};
+impl<'c> From<&'c mut SqliteConnection> for Conn<'c> {
+    fn from(conn: &'c mut SqliteConnection) -> Conn<'c> {
+        Conn::Sqlite(conn)
+    }
 }
-from!(
-    Conn<'c>: Sqlite(&'c mut SqliteConnection),
-    Conn<'c>: Postgres(&'c mut PgConnection),
-    Pool<'p>: Sqlite(&'p SqlitePool),
-    Pool<'p>: Postgres(&'p PgPool)
-);
+
+impl<'c> From<&'c mut PgConnection> for Conn<'c> {
+    fn from(conn: &'c mut PgConnection) -> Conn<'c> {
+        Conn::Postgres(conn)
+    }
+}
+
+impl<'p> From<&'p SqlitePool> for Pool<'p> {
+    fn from(pool: &'p SqlitePool) -> Pool<'p> {
+        Pool::Sqlite(pool)
+    }
+}
+
+impl<'p> From<&'p PgPool> for Pool<'p> {
+    fn from(pool: &'p PgPool) -> Pool<'p> {
+        Pool::Postgres(pool)
+    }
+}
 
 /// SQLite's side: one file, one writer, FTS5, JSON as text.
 pub(in crate::store) mod sqlite {
