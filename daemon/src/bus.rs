@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::sync::broadcast;
 
 /// How many events the channel buffers per subscriber before it lags.
@@ -89,26 +89,28 @@ impl Topic {
 }
 
 impl LiveEvent {
+    /// An event whose JSON `write_json` puts into the frame it is sent in, so a read or an
+    /// append renders each event once, into the one buffer every subscriber shares.
     pub(crate) fn new(
         seq: i64,
         agent_id: i64,
         task: Option<&str>,
         kind: &str,
-        json: &str,
+        write_json: impl FnOnce(&mut Vec<u8>),
     ) -> LiveEvent {
-        let id = format!("id: {seq}\ndata: ");
-        let mut frame = BytesMut::with_capacity(id.len() + json.len() + 2);
-        frame.put_slice(id.as_bytes());
-        frame.put_slice(json.as_bytes());
-        frame.put_slice(b"\n\n");
+        let mut frame = Vec::with_capacity(256);
+        frame.extend_from_slice(format!("id: {seq}\ndata: ").as_bytes());
+        let json_start = frame.len();
+        write_json(&mut frame);
+        frame.extend_from_slice(b"\n\n");
         LiveEvent {
             seq,
             agent_id,
             task: task.map(Arc::from),
             topic: Topic::of(kind),
             notable: lazyboy_protocol::SOURCE_KINDS.contains(&kind),
-            frame: frame.freeze(),
-            json_start: id.len(),
+            frame: Bytes::from(frame),
+            json_start,
         }
     }
 
@@ -120,7 +122,7 @@ impl LiveEvent {
     /// The [`lazyboy_protocol::Event`] as JSON.
     pub fn json(&self) -> &str {
         let json = &self.frame[self.json_start..self.frame.len() - 2];
-        // Built from `&str` pieces in `new`, so always UTF-8.
+        // The store writes it from `&str` pieces (`store::events::render`), so it is UTF-8.
         std::str::from_utf8(json).unwrap_or_default()
     }
 }

@@ -8,10 +8,10 @@
 //! keeps the text; a PostgreSQL `json` column keeps its text as written), so the same event
 //! reads back as the same bytes it was published as, on both engines.
 
+use std::io::Write;
 use std::sync::Arc;
 
 use lazyboy_protocol::EventBody;
-use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::StoreError;
@@ -36,18 +36,6 @@ impl EventFilter {
     }
 }
 
-/// The wire shape of [`lazyboy_protocol::Event`], borrowing its parts.
-#[derive(Serialize)]
-struct WireEvent<'a> {
-    seq: i64,
-    kind: &'a str,
-    agent: &'a str,
-    thread: &'a str,
-    task: Option<&'a str>,
-    at_ms: i64,
-    data: &'a RawValue,
-}
-
 /// Where a new event goes.
 pub(super) struct Target<'a> {
     pub agent_id: i64,
@@ -66,29 +54,84 @@ pub(super) fn encode(body: &EventBody) -> Result<(&'static str, Box<RawValue>), 
     Ok((body.kind(), data))
 }
 
-/// Renders an event from its parts.
+/// Renders an event from its parts, in the wire shape of [`lazyboy_protocol::Event`], straight
+/// into its frame. `data` is JSON text and goes in as it is: [`encode`] made it, and both
+/// engines check it on the way in (SQLite's `CHECK (json_valid(data))`, PostgreSQL's `json`
+/// type), so a read does not parse it again.
 pub(super) fn render(
     seq: i64,
     kind: &str,
     target: &Target<'_>,
     at_ms: i64,
-    data: &RawValue,
-) -> Result<LiveEvent, StoreError> {
-    let json = serde_json::to_string(&WireEvent {
-        seq,
-        kind,
-        agent: target.agent,
-        thread: target.thread,
-        task: target.task,
-        at_ms,
-        data,
+    data: &str,
+) -> LiveEvent {
+    LiveEvent::new(seq, target.agent_id, target.task, kind, |out| {
+        let _ = write!(out, "{{\"seq\":{seq},\"kind\":");
+        string(out, kind);
+        out.extend_from_slice(b",\"agent\":");
+        string(out, target.agent);
+        out.extend_from_slice(b",\"thread\":");
+        string(out, target.thread);
+        out.extend_from_slice(b",\"task\":");
+        match target.task {
+            Some(task) => string(out, task),
+            None => out.extend_from_slice(b"null"),
+        }
+        let _ = write!(out, ",\"at_ms\":{at_ms},\"data\":");
+        out.extend_from_slice(data.as_bytes());
+        out.push(b'}');
     })
-    .map_err(StoreError::Encode)?;
-    Ok(LiveEvent::new(
-        seq,
-        target.agent_id,
-        target.task,
-        kind,
-        &json,
-    ))
+}
+
+/// `s` as a JSON string. Writing a `&str` to a `Vec` cannot fail.
+fn string(out: &mut Vec<u8>, s: &str) {
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+#[cfg(test)]
+mod tests {
+    use lazyboy_protocol::Event;
+    use serde_json::json;
+
+    use super::{Target, render};
+
+    /// The hand-written rendering is the protocol's `Event` as serde writes it, escapes and
+    /// a missing task included, with `data` passed through as given.
+    #[test]
+    fn render_writes_the_protocol_event() {
+        let data = r#"{"text":"a \"quote\", a \\ and </script> é"}"#;
+        for task in [Some("t-\"1\"\n"), None] {
+            let target = Target {
+                agent_id: 7,
+                agent: "o\"ps\\",
+                thread: "th\u{1}read é",
+                task,
+            };
+            let event = render(42, "user_message", &target, -3, data);
+            let expected = Event {
+                seq: 42,
+                kind: "user_message".into(),
+                agent: target.agent.into(),
+                thread: target.thread.into(),
+                task: task.map(Into::into),
+                at_ms: -3,
+                data: serde_json::from_str(data).unwrap(),
+            };
+            let written: Event = serde_json::from_str(event.json()).unwrap();
+            assert_eq!(written, expected);
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(event.json()).unwrap(),
+                json!(expected)
+            );
+            assert!(event.json().ends_with(&format!(r#","data":{data}}}"#)));
+            assert_eq!(
+                event.frame().as_ref(),
+                format!("id: 42\ndata: {}\n\n", event.json()).as_bytes()
+            );
+            assert_eq!(
+                (event.seq, event.agent_id, event.task.as_deref()),
+                (42, 7, task)
+            );
+        }
+    }
 }

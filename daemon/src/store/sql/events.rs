@@ -3,7 +3,6 @@
 //! through as stored, so an event reads back as the same bytes it was published as.
 
 use lazyboy_protocol::EventBody;
-use serde_json::value::RawValue;
 
 use crate::store::dialect::{Conn, Pool, on, on_pool, write, write_one};
 use crate::store::events::{EventFilter, LiveEvent, Target, encode, render};
@@ -58,7 +57,7 @@ async fn append<'c>(
         .fetch_one(c)
         .await?
     });
-    render(seq, kind, target, at_ms, &data)
+    Ok(render(seq, kind, target, at_ms, data.get()))
 }
 
 /// [`Store::append_to_chat`] on a write's open transaction (which holds the lock).
@@ -108,7 +107,7 @@ async fn append_to_chat<'c>(
         thread: &thread,
         task: None,
     };
-    let event = render(seq, kind, &target, at_ms, &data)?;
+    let event = render(seq, kind, &target, at_ms, data.get());
     Ok(Some((event, thread)))
 }
 
@@ -219,14 +218,13 @@ pub(in crate::store) async fn read_after(
     });
     let mut events = Vec::with_capacity(rows.len());
     for (seq, agent_id, task, kind, agent, thread, at_ms, data) in rows {
-        let data = RawValue::from_string(data).map_err(StoreError::Encode)?;
         let target = Target {
             agent_id,
             agent: &agent,
             thread: &thread,
             task: task.as_deref(),
         };
-        let event = render(seq, &kind, &target, at_ms, &data)?;
+        let event = render(seq, &kind, &target, at_ms, &data);
         if filter.matches(&event) {
             events.push(event);
         }
