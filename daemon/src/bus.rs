@@ -90,15 +90,17 @@ impl Topic {
 
 impl LiveEvent {
     /// An event whose JSON `write_json` puts into the frame it is sent in, so a read or an
-    /// append renders each event once, into the one buffer every subscriber shares.
+    /// append renders each event once, into the one buffer every subscriber shares;
+    /// `json_len` is about how long the JSON is, so the buffer is made once.
     pub(crate) fn new(
         seq: i64,
         agent_id: i64,
         task: Option<&str>,
         kind: &str,
+        json_len: usize,
         write_json: impl FnOnce(&mut Vec<u8>),
     ) -> LiveEvent {
-        let mut frame = Vec::with_capacity(256);
+        let mut frame = Vec::with_capacity(json_len + 32);
         frame.extend_from_slice(format!("id: {seq}\ndata: ").as_bytes());
         let json_start = frame.len();
         write_json(&mut frame);

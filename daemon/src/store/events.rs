@@ -65,7 +65,14 @@ pub(super) fn render(
     at_ms: i64,
     data: &str,
 ) -> LiveEvent {
-    LiveEvent::new(seq, target.agent_id, target.task, kind, |out| {
+    // The names and figures, their quotes and the data; escapes may add a little.
+    let len = 96
+        + kind.len()
+        + target.agent.len()
+        + target.thread.len()
+        + target.task.map_or(0, str::len)
+        + data.len();
+    LiveEvent::new(seq, target.agent_id, target.task, kind, len, |out| {
         let _ = write!(out, "{{\"seq\":{seq},\"kind\":");
         string(out, kind);
         out.extend_from_slice(b",\"agent\":");
